@@ -1,0 +1,1 @@
+"""paddlegen's compiler: loader, derivation, emitters, Kubernetes validation, writer and CLI."""

@@ -1,0 +1,3 @@
+from paddlegen.compiler.cli import main
+
+main()

@@ -1,0 +1,121 @@
+"""The compiler core: spec bytes in, artifacts (path and text) out. No I/O here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from paddlegen.compiler import aws, kube_objects
+from paddlegen.compiler.plan import Plan, derive
+from paddlegen.compiler.render import to_json, to_yaml, yaml_stream
+from paddlegen.compiler.runbook import kube_aws_runbook
+from paddlegen.compiler.spec import load_spec
+
+MANIFEST = ".paddlegen-manifest"
+KUSTOMIZATION = "kustomization.yaml"
+
+# The objects of each profile, in the order they must be applied.
+OBJECT_BUILDERS: dict[str, tuple[Callable[[Plan], dict[str, Any]], ...]] = {
+    "kube-aws": (
+        kube_objects.persistent_volume,
+        kube_objects.persistent_volume_claim,
+        kube_objects.service_account,
+        kube_objects.pod_reader_role,
+        kube_objects.pod_reader_binding,
+        kube_objects.data_job,
+        kube_objects.training_job,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: str  # relative to the output directory, '/'-separated
+    text: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A Kubernetes object with the file it goes to."""
+
+    path: str
+    obj: dict[str, Any]
+
+
+class ManifestError(Exception):
+    """A generated object breaks the Kubernetes schema: one line per violation."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Build:
+    plan: Plan
+    manifests: tuple[Manifest, ...]
+    artifacts: tuple[Artifact, ...]  # every file of the output tree, sorted by path
+
+    def stream(self) -> str:
+        """The Kubernetes objects as one multi-document YAML stream, in apply order."""
+        return yaml_stream([to_yaml(m.obj) for m in self.manifests])
+
+
+def build(raw: bytes, filename: str, kube_version: str | None = None) -> Build:
+    """Compile a spec file's bytes. Raises SpecError or ManifestError."""
+    spec, _ = load_spec(raw, filename)
+    if kube_version:
+        spec = spec.model_copy(update={"kube_version": kube_version})
+    plan = derive(spec)
+    manifests = tuple(manifest_files(plan))
+    check_manifests(manifests, spec.kube_version)
+    return Build(plan, manifests, tuple(sorted(emit(plan, manifests), key=lambda a: a.path)))
+
+
+def manifest_files(plan: Plan) -> list[Manifest]:
+    objects = [builder(plan) for builder in OBJECT_BUILDERS[plan.spec.profile]]
+    return [Manifest(f"k8s/{index:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", obj)
+            for index, obj in enumerate(objects, start=1)]
+
+
+def check_manifests(manifests: tuple[Manifest, ...], kube_version: str) -> None:
+    from paddlegen.compiler.kube_schema import UnsupportedVersion, violations
+
+    try:
+        lines = [f"{m.path}: {m.obj['kind']}/{m.obj['metadata']['name']}: {v} "
+                 f"(Kubernetes {kube_version}, strict)"
+                 for m in manifests for v in violations(m.obj, kube_version)]
+    except UnsupportedVersion as error:
+        lines = [str(error)]
+    if lines:
+        raise ManifestError(lines)
+
+
+def emit(plan: Plan, manifests: tuple[Manifest, ...]) -> list[Artifact]:
+    paths = [m.path for m in manifests]
+    artifacts = [Artifact(m.path, to_yaml(m.obj)) for m in manifests]
+    artifacts.append(Artifact(KUSTOMIZATION, to_yaml(kustomization(paths))))
+    if plan.spec.profile == "kube-aws":
+        artifacts += [
+            Artifact("aws/cluster.yaml", to_yaml(aws.cluster_yaml(plan))),
+            Artifact("aws/iam-policy.json", to_json(aws.iam_policy(plan))),
+            Artifact("RUNBOOK.md", kube_aws_runbook(plan, paths)),
+        ]
+    owned = sorted([a.path for a in artifacts] + [MANIFEST])
+    artifacts.append(Artifact(MANIFEST, manifest_text(owned)))
+    return artifacts
+
+
+def kustomization(paths: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": paths}
+
+
+def manifest_text(paths: list[str]) -> str:
+    header = "# Files paddlegen wrote here and may replace or remove; it touches no other file.\n"
+    return header + "".join(f"{path}\n" for path in paths)
+
+
+def owned_paths(manifest: str) -> set[str]:
+    return {line for line in manifest.splitlines() if line and not line.startswith("#")}

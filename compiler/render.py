@@ -1,0 +1,55 @@
+"""Deterministic text for the artifacts: block YAML in insertion order, and JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+from functools import cache
+from typing import Any
+
+from paddlegen.compiler.aws import Quoted
+
+_STR = "tag:yaml.org,2002:str"
+
+
+@cache
+def _dumper() -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
+
+    yaml11 = VersionedResolver(version=(1, 1))
+
+    def represent_str(representer: Any, data: str) -> Any:
+        # kubectl and kube-aws read YAML 1.1, where yes/on/no/off are booleans: quote those too.
+        if isinstance(data, Quoted):
+            style = '"'
+        elif yaml11.resolve(ScalarNode, data, (True, False)) != _STR:
+            style = "'"
+        else:
+            style = None
+        return representer.represent_scalar(_STR, str(data), style=style)
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False  # the builders' key order is the output's
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096  # never fold long values
+    yaml.representer.add_representer(str, represent_str)
+    yaml.representer.add_representer(Quoted, represent_str)
+    return yaml
+
+
+def to_yaml(data: Any) -> str:
+    stream = io.StringIO()
+    _dumper().dump(data, stream)
+    return stream.getvalue()
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def yaml_stream(documents: list[str]) -> str:
+    """Several rendered YAML documents as one multi-document stream."""
+    return "".join(f"---\n{document}" for document in documents)

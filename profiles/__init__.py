@@ -1,0 +1,1 @@
+"""Profile defaults: one YAML file per profile, merged under the user's spec."""

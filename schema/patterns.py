@@ -1,0 +1,76 @@
+"""Grammars of the spec's string fields, each with the words an error message uses for it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Pattern(NamedTuple):
+    regex: str
+    meaning: str
+
+
+DNS_LABEL = Pattern(
+    r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+    "a DNS-1123 label: at most 63 lower-case letters, digits and '-', "
+    "starting and ending with a letter or digit",
+)
+# Pods are named <job>-<5 random chars>; keep their names (and hostnames) within 63 characters.
+JOB_NAME = Pattern(
+    r"^[a-z0-9]([-a-z0-9]{0,55}[a-z0-9])?$",
+    "a DNS-1123 label of at most 57 characters (pod names add 6): lower-case letters, digits "
+    "and '-', starting and ending with a letter or digit",
+)
+DNS_SUBDOMAIN = Pattern(
+    r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    "a DNS-1123 subdomain: lower-case letters, digits, '-' and '.'",
+)
+STACK_NAME = Pattern(
+    r"^[A-Za-z][A-Za-z0-9-]{0,127}$",
+    "a CloudFormation stack name: a letter, then up to 127 letters, digits or '-' (no '_')",
+)
+REGION = Pattern(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$", "an AWS region such as us-west-2")
+ZONE = Pattern(
+    r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9][a-z]$", "an availability zone such as us-west-2a"
+)
+ACCOUNT_ID = Pattern(r"^[0-9]{12}$", "an AWS account id of exactly 12 digits")
+KEY_NAME = Pattern(r"^[\x20-\x7e]{1,255}$", "an EC2 key pair name (1-255 printable ASCII)")
+KMS_KEY_ARN = Pattern(
+    r"^arn:aws(-[a-z]+)*:kms:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]:[0-9]{12}:key/[A-Za-z0-9-]+$",
+    "a KMS key ARN such as arn:aws:kms:us-west-2:123456789012:key/<key-id>",
+)
+HOSTNAME = Pattern(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+    r"(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$",
+    "a DNS name such as paddle or k8s.example.com",
+)
+S3_URI = Pattern(
+    r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]*)?$",
+    "an S3 URI such as s3://my-bucket/prefix",
+)
+INSTANCE_TYPE = Pattern(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$", "an EC2 instance type such as m3.large")
+EFS_DNS_NAME = Pattern(
+    r"^fs-[0-9a-f]{8,40}\.efs\.[a-z]{2}(-gov)?-[a-z]+-[0-9]\.amazonaws\.com$",
+    "an EFS DNS name such as fs-2cbf7385.efs.us-west-2.amazonaws.com",
+)
+QUANTITY = Pattern(
+    r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$",
+    "a Kubernetes quantity such as 50Gi, 100G or 512Mi",
+)
+IMAGE = Pattern(
+    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]|__|-+)?[a-z0-9]*)*"
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$",
+    "an image reference such as paddlepaddle/paddle-tutorial:k8s_train",
+)
+NIC = Pattern(r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name such as eth0")
+PATH_SEGMENT = Pattern(
+    r"^(?!\.\.?$)[A-Za-z0-9_.-]{1,255}$", "one directory name (no '/' and not '.' or '..')"
+)
+ABSOLUTE_PATH = Pattern(
+    r"^(/(?!\.\.?(/|$))[A-Za-z0-9_.-]+)+$", "an absolute path without '.' or '..' parts"
+)
+KUBE_VERSION = Pattern(r"^1\.[0-9]{1,2}$", "a Kubernetes minor release such as 1.34")
+
+MEANING_BY_REGEX = {
+    value.regex: value.meaning for value in list(globals().values()) if isinstance(value, Pattern)
+}

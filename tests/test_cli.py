@@ -1,0 +1,180 @@
+"""The command line as users and pipelines meet it: streams, exit codes, errors, the output tree."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from conftest import ROOT, run_cli
+
+ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<path>[\w.\[\]]+): .+$")
+
+
+def edited(spec: Path, tmp_path: Path, old: str, new: str) -> Path:
+    text = spec.read_text()
+    assert old in text
+    path = tmp_path / "spec.yaml"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_build_writes_the_design_tree(kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run_cli("build", kube_aws_spec, "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert {"aws/cluster.yaml", "aws/iam-policy.json", "kustomization.yaml", "RUNBOOK.md",
+            ".paddlegen-manifest"} <= files
+    assert len([f for f in files if f.startswith("k8s/")]) == 7
+
+
+def test_console_script_is_installed(kube_aws_spec: Path) -> None:
+    script = shutil.which("paddlegen", path=str(Path(sys.executable).parent))
+    assert script, "the paddlegen entry point is not installed next to this Python"
+    result = subprocess.run([script, "--version"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and result.stdout.startswith("paddlegen ")
+
+
+def test_stdout_stream_holds_only_kubernetes_objects(kube_aws_spec: Path) -> None:
+    result = run_cli("build", kube_aws_spec, "-o", "-")
+    assert result.returncode == 0, result.stderr
+    documents = list(YAML(typ="safe", pure=True).load_all(result.stdout))
+    assert len(documents) == 7
+    assert all(set(d) >= {"apiVersion", "kind", "metadata"} for d in documents)
+    assert [d["kind"] for d in documents] == ["PersistentVolume", "PersistentVolumeClaim",
+                                              "ServiceAccount", "Role", "RoleBinding", "Job", "Job"]
+
+
+def test_out_of_range_port_fails_with_position_and_writes_nothing(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    spec = edited(kube_aws_spec, tmp_path, "port: 7164", "port: 70000")
+    out = tmp_path / "out"
+    result = run_cli("build", spec, "-o", out)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    match = ERROR_LINE.match(line)
+    assert match, line
+    assert (match["file"], match["line"], match["col"], match["path"]) == (
+        str(spec), "31", "9", "training.port")
+    assert "65535" in line
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_port_range_past_65535_is_caught_by_the_rule(kube_aws_spec: Path, tmp_path: Path) -> None:
+    spec = edited(kube_aws_spec, tmp_path, "port: 7164", "port: 65534")
+    result = run_cli("build", spec, "-o", "-")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"{spec}:31:9: training.port: ports 65534-65537 run past")
+
+
+def test_every_problem_is_reported_on_its_own_line(kube_aws_spec: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(kube_aws_spec.read_text()
+                    .replace("portsNum: 2", "portsNumm: 2")
+                    .replace('accountId: "123456789012"', "accountId: 123456789012")
+                    .replace("nodes: 3", "nodes: 0"))
+    result = run_cli("validate", spec)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert [ERROR_LINE.match(line)["path"] for line in lines] == [
+        "cluster.accountId", "training.nodes", "training.portsNumm"]
+    assert "did you mean 'portsNum'?" in lines[2]
+    assert "quote it" in lines[0]
+
+
+def test_invalid_spec_does_not_touch_an_existing_tree(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli("build", kube_aws_spec, "-o", out).returncode == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    spec = edited(kube_aws_spec, tmp_path, "nodes: 3", "nodes: 4")  # workerCount 3 < 4
+    result = run_cli("build", spec, "-o", out)
+    assert result.returncode == 2
+    assert "cluster.workerCount" in result.stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_check_exits_1_with_a_diff_on_drift_and_writes_nothing(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli("build", kube_aws_spec, "-o", out).returncode == 0
+    assert run_cli("build", "--check", kube_aws_spec, "-o", out).returncode == 0
+    spec = edited(kube_aws_spec, tmp_path, "trainerCount: 3", "trainerCount: 4")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    result = run_cli("build", "--check", spec, "-o", out)
+    assert result.returncode == 1
+    assert "-              value: '3'\n+              value: '4'\n" in result.stdout
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_check_sees_missing_and_stale_files(kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run_cli("build", kube_aws_spec, "-o", out)
+    (out / "RUNBOOK.md").unlink()
+    result = run_cli("build", "--check", kube_aws_spec, "-o", out)
+    assert result.returncode == 1 and "+++ RUNBOOK.md (from spec)" in result.stdout
+
+
+def test_foreign_files_survive_and_stale_owned_files_go(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "k8s").mkdir(parents=True)
+    (out / "notes.txt").write_text("mine")
+    (out / "k8s" / "extra.yaml").write_text("mine too")
+    assert run_cli("build", kube_aws_spec, "-o", out).returncode == 0
+    renamed = edited(kube_aws_spec, tmp_path, "name: paddle-cluster-job", "name: other-job")
+    result = run_cli("build", renamed, "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "k8s" / "extra.yaml").read_text() == "mine too"
+    assert not (out / "k8s" / "07-job-paddle-cluster-job.yaml").exists()
+    assert (out / "k8s" / "07-job-other-job.yaml").exists()
+    assert "removed stale" in result.stderr
+
+
+def test_a_foreign_file_is_never_overwritten_without_force(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "aws").mkdir(parents=True)
+    (out / "aws" / "cluster.yaml").write_text("hand-written")
+    result = run_cli("build", kube_aws_spec, "-o", out)
+    assert result.returncode == 2
+    assert "aws/cluster.yaml" in result.stderr and "--force" in result.stderr
+    assert (out / "aws" / "cluster.yaml").read_text() == "hand-written"
+    assert sorted(p.name for p in out.rglob("*")) == ["aws", "cluster.yaml"]
+    assert run_cli("build", kube_aws_spec, "-o", out, "--force").returncode == 0
+    assert (out / "aws" / "cluster.yaml").read_text().startswith("clusterName: paddle-cluster")
+
+
+def test_kubectl_kustomize_renders_the_tree(kube_aws_spec: Path, tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    out = tmp_path / "out"
+    run_cli("build", kube_aws_spec, "-o", out)
+    rendered = subprocess.run([kubectl, "kustomize", str(out)], capture_output=True, text=True,
+                              check=True).stdout
+    kinds = sorted(d["kind"] for d in YAML(typ="safe", pure=True).load_all(rendered))
+    assert kinds == sorted(["PersistentVolume", "PersistentVolumeClaim", "ServiceAccount", "Role",
+                            "RoleBinding", "Job", "Job"])
+
+
+def test_schema_command_prints_the_committed_schema() -> None:
+    result = run_cli("schema")
+    assert result.returncode == 0
+    assert result.stdout == (ROOT / "schema" / "paddlegen.schema.json").read_text()
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert run_cli("build").returncode == 2
+    assert run_cli("build", tmp_path / "missing.yaml", "-o", "-").returncode == 2
+    assert run_cli("frobnicate").returncode == 2

@@ -1,0 +1,44 @@
+"""Every golden spec compiles to its committed tree, byte for byte.
+
+Regenerate after an intended change with:  pytest tests/test_golden.py --update-golden
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from paddlegen.compiler.build import build
+
+from conftest import GOLDEN_SPECS, run_cli
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    return {path.relative_to(directory).as_posix(): path.read_bytes()
+            for path in sorted(directory.rglob("*")) if path.is_file()}
+
+
+@pytest.mark.parametrize("spec", GOLDEN_SPECS, ids=lambda p: p.parent.name)
+def test_golden_tree_is_what_the_spec_compiles_to(spec: Path, update_golden: bool) -> None:
+    expected_dir = spec.parent / "out"
+    result = build(spec.read_bytes(), "spec.yaml")
+    produced = {a.path: a.text.encode() for a in result.artifacts}
+    if update_golden:
+        shutil.rmtree(expected_dir, ignore_errors=True)
+        for path, content in produced.items():
+            (expected_dir / path).parent.mkdir(parents=True, exist_ok=True)
+            (expected_dir / path).write_bytes(content)
+    assert tree(expected_dir) == produced
+
+
+@pytest.mark.parametrize("spec", GOLDEN_SPECS, ids=lambda p: p.parent.name)
+def test_check_reports_no_drift_on_the_committed_tree(spec: Path) -> None:
+    result = run_cli("build", "--check", spec, "-o", spec.parent / "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+
+
+def test_there_is_a_golden_example_for_kube_aws() -> None:
+    assert "kube-aws" in [p.parent.name for p in GOLDEN_SPECS]

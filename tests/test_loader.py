@@ -1,0 +1,60 @@
+"""The YAML loader: positions kept, nothing constructed, hostile input refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from paddlegen.compiler.loader import load_text
+from paddlegen.compiler.problems import SpecError
+
+
+def problems(raw: bytes) -> list[str]:
+    with pytest.raises(SpecError) as raised:
+        load_text(raw, "spec.yaml")
+    return [str(p) for p in raised.value.problems]
+
+
+def test_positions_of_values_and_keys() -> None:
+    document = load_text(b"a:\n  b: [1, two]\n", "spec.yaml")
+    assert document.data == {"a": {"b": [1, "two"]}}
+    assert document.position(("a", "b", 1)).__dict__ == {"file": "spec.yaml", "line": 2,
+                                                          "column": 10}
+    assert document.key_position(("a", "b")).line == 2
+    assert document.position(("a", "missing")).line == 2  # nearest written ancestor
+
+
+def test_yaml_1_2_keeps_yes_and_on_as_strings() -> None:
+    assert load_text(b"a: yes\nb: on\nc: true\n", "s").data == {"a": "yes", "b": "on", "c": True}
+
+
+def test_duplicate_keys_are_refused() -> None:
+    assert problems(b"a: 1\nb: 2\na: 3\n") == [
+        "spec.yaml:3:1: a: duplicate key (first defined at line 1)"]
+
+
+def test_object_constructing_tags_are_refused() -> None:
+    [line] = problems(b"a: !!python/object/apply:os.system ['true']\n")
+    assert line.startswith("spec.yaml:1:4: a: YAML tag 'tag:yaml.org,2002:python/object/apply")
+
+
+def test_alias_bomb_is_refused() -> None:
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]"
+              for i in range(8)]
+    [line] = problems("\n".join(lines).encode())
+    assert "alias bomb" in line
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    (b"", "spec.yaml:1:1: file is empty"),
+    (b"- a\n- b\n", "spec.yaml:1:1: the root must be a mapping, not a list"),
+    (b"a: 1\n---\nb: 2\n", "spec.yaml:3:1: expected one YAML document, found 2"),
+    (b"a: [1\n", "spec.yaml:2:1: invalid YAML"),
+    (b"a: \xff\xfe\n", "spec.yaml:1:4: not UTF-8 text"),
+    (b"a: b\x00c\n", "spec.yaml:1:5: binary data"),
+    (b"<<: {a: 1}\n", "spec.yaml:1:1: a merge key '<<' is not allowed"),
+    (b"a: " + b"x" * (2 << 20), "spec.yaml:1:1: file is 2097155 bytes"),
+])
+def test_broken_input_gets_one_positioned_line(raw: bytes, expected: str) -> None:
+    [line] = problems(raw)
+    assert line.startswith(expected)
