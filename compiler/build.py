@@ -59,7 +59,8 @@ class Build:
 
     def stream(self) -> str:
         """The Kubernetes objects as one multi-document YAML stream, in apply order."""
-        return yaml_stream([to_yaml(m.obj) for m in self.manifests])
+        text = {a.path: a.text for a in self.artifacts}
+        return yaml_stream([text[m.path] for m in self.manifests])
 
 
 def build(raw: bytes, filename: str, kube_version: str | None = None) -> Build:

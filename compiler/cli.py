@@ -53,6 +53,11 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_INVALID)
 
 
+def is_spec(raw: bytes) -> bool:
+    """Cheap test for hooks that see every YAML file: a spec declares apiVersion paddlegen/v1."""
+    return b"paddlegen/" in raw
+
+
 def read_spec(path: Path) -> bytes:
     if str(path) == "-":
         return sys.stdin.buffer.read()
@@ -71,7 +76,7 @@ def report(problems: list[Problem], output: Format) -> None:
             typer.echo(str(problem), err=True)
 
 
-SpecArgument = Annotated[Path, typer.Argument(help="The training spec (YAML).",
+SpecArgument = Annotated[Path, typer.Argument(metavar="SPEC", help="The training spec (YAML).",
                                               show_default=False)]
 OutputOption = Annotated[str, typer.Option(
     "-o", "--output", metavar="DIR|-", help="Output directory, or - for the manifests on stdout.")]
@@ -129,27 +134,80 @@ def build(
     typer.echo(f"wrote {len(result.artifacts)} files to {out_dir}", err=True)
 
 
+SpecsArgument = Annotated[list[Path], typer.Argument(metavar="SPEC...", help="Spec files.",
+                                                    show_default=False)]
+OnlySpecsOption = Annotated[bool, typer.Option(
+    "--only-specs", help="Skip files that are not paddlegen specs (for hooks given every YAML).")]
+FormatOption = Annotated[Format, typer.Option(
+    "--format", help="text on stderr, or json: the problems as data on stdout.")]
+
+
+def selected(specs: list[Path], only_specs: bool) -> list[tuple[Path, bytes]]:
+    chosen = [(spec, read_spec(spec)) for spec in specs]
+    return [(spec, raw) for spec, raw in chosen if is_spec(raw) or not only_specs]
+
+
 @app.command()
 def validate(
-    specs: Annotated[list[Path], typer.Argument(help="Spec files.", show_default=False)],
-    output: Annotated[Format, typer.Option("--format", help="text, or json (problems as data "
-                                           "on stdout).")] = Format.text,
+    specs: SpecsArgument,
+    only_specs: OnlySpecsOption = False,
+    output: FormatOption = Format.text,
 ) -> None:
     """Validate every SPEC and report every problem of every file; exit 2 if any is invalid.
 
-    Example: paddlegen validate specs/*.yaml
+    Example: paddlegen validate --format json specs/*.yaml
     """
     from paddlegen.compiler.spec import load_spec
 
     problems: list[Problem] = []
-    for spec in specs:
-        try:
-            load_spec(read_spec(spec), str(spec))
-        except SpecError as error:
-            problems.extend(error.problems)
+    try:
+        for spec, raw in selected(specs, only_specs):
+            try:
+                load_spec(raw, str(spec))
+            except SpecError as error:
+                problems.extend(error.problems)
+    except SpecError as error:  # unreadable file
+        problems.extend(error.problems)
     report(problems, output)
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(EXIT_INVALID)
+
+
+@app.command()
+def check(
+    specs: SpecsArgument,
+    only_specs: OnlySpecsOption = False,
+) -> None:
+    """Exit 1 when the out/ directory beside any SPEC is not what SPEC compiles to.
+
+    The drift check of `build --check` for many specs at once, each with its tree in out/
+    next to it (the pre-commit hook `paddlegen-check`).
+
+    Example: paddlegen check golden/*/spec.yaml
+    """
+    from paddlegen.compiler.build import ManifestError
+    from paddlegen.compiler.build import build as compile_spec
+    from paddlegen.compiler.writer import drift
+
+    drifted = invalid = False
+    for spec, raw in selected(specs, only_specs):
+        try:
+            result = compile_spec(raw, str(spec))
+        except SpecError as error:
+            report(list(error.problems), Format.text)
+            invalid = True
+            continue
+        except ManifestError as error:
+            typer.echo(f"paddlegen: {spec}: generated objects fail validation:\n{error}", err=True)
+            invalid = True
+            continue
+        diff = drift(spec.parent / "out", result.artifacts)
+        if diff:
+            sys.stdout.write(diff)
+            typer.echo(f"paddlegen: {spec.parent / 'out'} is not what {spec} compiles to", err=True)
+            drifted = True
+    if invalid or drifted:
+        raise typer.Exit(EXIT_INVALID if invalid else EXIT_DRIFT)
 
 
 @app.command()
@@ -161,6 +219,26 @@ def schema() -> None:
     from paddlegen.compiler.spec import schema_text
 
     sys.stdout.write(schema_text())
+
+
+@app.command()
+def init(
+    profile: Annotated[str, typer.Option("--profile", help="kube-aws, kube-up or local.")
+                       ] = "kube-aws",
+    schema_url: Annotated[str, typer.Option(
+        "--schema-url", help="Where editors find the JSON Schema (see `paddlegen schema`).")
+    ] = "paddlegen.schema.json",
+) -> None:
+    """Print a commented starter spec for a profile, with an editor schema modeline.
+
+    Example: paddlegen init --profile kube-aws > spec.yaml
+    """
+    from importlib import resources
+
+    starter = resources.files("paddlegen.compiler").joinpath("starters", f"{profile}.yaml")
+    if not starter.is_file():
+        raise fail(f"no starter for profile {profile!r}")
+    sys.stdout.write(f"# yaml-language-server: $schema={schema_url}\n" + starter.read_text("utf-8"))
 
 
 def main() -> None:

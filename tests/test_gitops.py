@@ -1,0 +1,106 @@
+"""Good citizenship in GitOps and CI: determinism, atomic writes, CLI conventions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from paddlegen.compiler import writer
+from paddlegen.compiler.build import build
+
+from conftest import run_cli
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    (tmp_path / "elsewhere").mkdir()
+    spec_copy = tmp_path / "elsewhere" / "spec.yaml"
+    shutil.copy(kube_aws_spec, spec_copy)
+    assert run_cli("build", kube_aws_spec, "-o", first,
+                   env={"PYTHONHASHSEED": "1", "TZ": "UTC", "LC_ALL": "C"}).returncode == 0
+    assert run_cli("build", "spec.yaml", "-o", second, cwd=spec_copy.parent,
+                   env={"PYTHONHASHSEED": "4242", "TZ": "Asia/Tokyo",
+                        "LC_ALL": "C.UTF-8"}).returncode == 0
+    assert tree(first) == tree(second)
+    streams = {run_cli("build", kube_aws_spec, "-o", "-", env={"PYTHONHASHSEED": seed}).stdout
+               for seed in ("0", "7")}
+    assert len(streams) == 1
+
+
+def test_a_build_failing_while_staging_leaves_the_previous_tree(
+        kube_aws_spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    result = build(kube_aws_spec.read_bytes(), "spec.yaml")
+    writer.write_tree(out, result.artifacts)
+    before = tree(out)
+    changed = build(kube_aws_spec.read_bytes().replace(b"trainerCount: 3", b"trainerCount: 5"),
+                    "spec.yaml")
+    real_fsync, calls = writer.os.fsync, []
+
+    def failing_fsync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 5:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(writer.os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="No space left"):
+        writer.write_tree(out, changed.artifacts)
+    assert tree(out) == before
+    assert [p.name for p in out.iterdir() if p.name.startswith(".paddlegen-staging")] == []
+
+
+def test_validate_reports_every_file_and_json_gives_data(kube_aws_spec: Path,
+                                                         tmp_path: Path) -> None:
+    bad_port = tmp_path / "a.yaml"
+    bad_port.write_text(kube_aws_spec.read_text().replace("port: 7164", "port: 0"))
+    bad_key = tmp_path / "b.yaml"
+    bad_key.write_text(kube_aws_spec.read_text().replace("nic: eth0", "nics: eth0"))
+    result = run_cli("validate", "--format", "json", bad_port, kube_aws_spec, bad_key)
+    assert result.returncode == 2
+    problems = json.loads(result.stdout)
+    assert [(p["file"], p["line"], p["column"], p["path"], p["rule"]) for p in problems] == [
+        (str(bad_port), 31, 9, "training.port", "greater_than_equal"),
+        (str(bad_key), 36, 3, "training.nics", "unknown-key")]
+    assert all(p["message"] and p["severity"] == "error" for p in problems)
+
+
+def test_only_specs_skips_other_yaml(tmp_path: Path) -> None:
+    other = tmp_path / "deployment.yaml"
+    other.write_text("apiVersion: apps/v1\nkind: Deployment\n")
+    assert run_cli("validate", other).returncode == 2
+    assert run_cli("validate", "--only-specs", other).returncode == 0
+
+
+def test_init_prints_a_valid_starter_with_a_schema_modeline(tmp_path: Path) -> None:
+    result = run_cli("init", "--profile", "kube-aws")
+    assert result.returncode == 0
+    assert result.stdout.startswith("# yaml-language-server: $schema=paddlegen.schema.json\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(result.stdout)
+    assert run_cli("validate", spec).returncode == 0
+    assert run_cli("init", "--profile", "nope").returncode == 2
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    for command in ("build", "validate", "check", "schema", "init"):
+        result = run_cli(command, "--help")
+        assert result.returncode == 0
+        assert "Example: paddlegen " in result.stdout, command
+
+
+def test_version_completion_and_no_color() -> None:
+    assert run_cli("--version").stdout.startswith("paddlegen 0.")
+    completion = run_cli("--show-completion", "bash", env={"SHELL": "/bin/bash"})
+    assert completion.returncode == 0 and "complete" in completion.stdout
+    plain = run_cli("--help", env={"NO_COLOR": "1", "FORCE_COLOR": "1", "TERM": "xterm"})
+    assert "\x1b[" not in plain.stdout + plain.stderr
