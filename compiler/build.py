@@ -6,26 +6,40 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from paddlegen.compiler import aws, kube_objects
+from paddlegen.compiler import aws, kube_objects, runbook
 from paddlegen.compiler.plan import Plan, derive
 from paddlegen.compiler.render import to_json, to_yaml, yaml_stream
-from paddlegen.compiler.runbook import kube_aws_runbook
 from paddlegen.compiler.spec import load_spec
 
 MANIFEST = ".paddlegen-manifest"
 KUSTOMIZATION = "kustomization.yaml"
 
-# The objects of each profile, in the order they must be applied.
-OBJECT_BUILDERS: dict[str, tuple[Callable[[Plan], dict[str, Any]], ...]] = {
-    "kube-aws": (
-        kube_objects.persistent_volume,
-        kube_objects.persistent_volume_claim,
-        kube_objects.service_account,
-        kube_objects.pod_reader_role,
-        kube_objects.pod_reader_binding,
-        kube_objects.data_job,
-        kube_objects.training_job,
+RBAC = (kube_objects.service_account, kube_objects.pod_reader_role,
+        kube_objects.pod_reader_binding)
+
+
+@dataclass(frozen=True)
+class ProfileArtifacts:
+    objects: tuple[Callable[[Plan], dict[str, Any]], ...]  # in the order they must be applied
+    files: tuple[tuple[str, Callable[[Plan], str]], ...]  # the other files, by path
+    runbook: Callable[[Plan, list[str]], str]  # Plan and manifest paths -> RUNBOOK.md
+
+
+PROFILE_ARTIFACTS = {
+    "kube-aws": ProfileArtifacts(
+        objects=(kube_objects.persistent_volume, kube_objects.persistent_volume_claim, *RBAC,
+                 kube_objects.data_job, kube_objects.training_job),
+        files=(("aws/cluster.yaml", lambda plan: to_yaml(aws.cluster_yaml(plan))),
+               ("aws/iam-policy.json", lambda plan: to_json(aws.iam_policy(plan)))),
+        runbook=runbook.kube_aws_runbook,
     ),
+    "kube-up": ProfileArtifacts(
+        objects=(*RBAC, kube_objects.training_job),
+        files=(("aws/kube-up.env", aws.kube_up_env),),
+        runbook=runbook.kube_up_runbook,
+    ),
+    "local": ProfileArtifacts(
+        objects=(kube_objects.local_training_job,), files=(), runbook=runbook.local_runbook),
 }
 
 
@@ -75,7 +89,7 @@ def build(raw: bytes, filename: str, kube_version: str | None = None) -> Build:
 
 
 def manifest_files(plan: Plan) -> list[Manifest]:
-    objects = [builder(plan) for builder in OBJECT_BUILDERS[plan.spec.profile]]
+    objects = [builder(plan) for builder in PROFILE_ARTIFACTS[plan.spec.profile].objects]
     return [Manifest(f"k8s/{index:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", obj)
             for index, obj in enumerate(objects, start=1)]
 
@@ -94,15 +108,12 @@ def check_manifests(manifests: tuple[Manifest, ...], kube_version: str) -> None:
 
 
 def emit(plan: Plan, manifests: tuple[Manifest, ...]) -> list[Artifact]:
+    profile = PROFILE_ARTIFACTS[plan.spec.profile]
     paths = [m.path for m in manifests]
     artifacts = [Artifact(m.path, to_yaml(m.obj)) for m in manifests]
     artifacts.append(Artifact(KUSTOMIZATION, to_yaml(kustomization(paths))))
-    if plan.spec.profile == "kube-aws":
-        artifacts += [
-            Artifact("aws/cluster.yaml", to_yaml(aws.cluster_yaml(plan))),
-            Artifact("aws/iam-policy.json", to_json(aws.iam_policy(plan))),
-            Artifact("RUNBOOK.md", kube_aws_runbook(plan, paths)),
-        ]
+    artifacts += [Artifact(path, render(plan)) for path, render in profile.files]
+    artifacts.append(Artifact("RUNBOOK.md", profile.runbook(plan, paths)))
     owned = sorted([a.path for a in artifacts] + [MANIFEST])
     artifacts.append(Artifact(MANIFEST, manifest_text(owned)))
     return artifacts

@@ -222,6 +222,28 @@ def schema() -> None:
 
 
 @app.command()
+def explain(
+    spec: SpecArgument,
+    output: Annotated[Format, typer.Option("--format", help="text, or json.")] = Format.text,
+) -> None:
+    """Print the derived values and every process each trainer pod will run.
+
+    Example: paddlegen explain golden/kube-aws/spec.yaml --format json
+    """
+    from paddlegen.compiler.explain import explanation, explanation_text
+    from paddlegen.compiler.plan import derive
+    from paddlegen.compiler.spec import load_spec
+
+    try:
+        facts = explanation(derive(load_spec(read_spec(spec), str(spec))[0]))
+    except SpecError as error:
+        report(list(error.problems), Format.text)
+        raise typer.Exit(EXIT_INVALID) from None
+    sys.stdout.write(json.dumps(facts, indent=2) + "\n" if output is Format.json
+                     else explanation_text(facts))
+
+
+@app.command()
 def init(
     profile: Annotated[str, typer.Option("--profile", help="kube-aws, kube-up or local.")
                        ] = "kube-aws",

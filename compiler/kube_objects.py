@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from paddlegen.compiler.plan import DATA_MOUNT, EFS_MOUNT_OPTIONS, VOLUME_NAME, Plan
+from paddlegen.schema.models import KubeAwsSpec
 
 Object = dict[str, Any]
 # The seed image's entry point, run by an absolute bash (the seeds' "bin/bash" works only from /).
@@ -24,7 +25,6 @@ def metadata(plan: Plan, name: str, *, namespaced: bool = True, component: str =
 
 def persistent_volume(plan: Plan) -> Object:
     storage = plan.spec.storage
-    assert storage.efs is not None
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -93,13 +93,20 @@ def claim_volume(plan: Plan) -> Object:
             "persistentVolumeClaim": {"claimName": plan.spec.storage.claim_name}}
 
 
+def shared_volume(plan: Plan) -> Object:
+    """The volume holding data, configs and output: the EFS claim, or EFS mounted on each host."""
+    if isinstance(plan.spec, KubeAwsSpec):
+        return claim_volume(plan)
+    return {"name": VOLUME_NAME, "hostPath": {"path": plan.spec.storage.host_path,
+                                              "type": "Directory"}}
+
+
 def env(pairs: dict[str, object]) -> list[Object]:
     return [{"name": name, "value": str(value)} for name, value in pairs.items()]
 
 
 def data_job(plan: Plan) -> Object:
     dataset = plan.spec.dataset
-    assert dataset is not None
     container = {
         "name": "paddle-data",
         "image": dataset.image,
@@ -139,8 +146,27 @@ def training_job(plan: Plan) -> Object:
     return job(plan, plan.name, "trainer", {
         "serviceAccountName": plan.service_account,
         "containers": [container],
-        "volumes": [claim_volume(plan)],
-    }, parallelism=t.nodes)
+        "volumes": [shared_volume(plan)],
+    }, parallelism=plan.trainers)
+
+
+def local_training_job(plan: Plan) -> Object:
+    """Seed 004: `paddle train` with the spec's flags; the models land in a host directory."""
+    t = plan.spec.training
+    container = {
+        "name": "trainer",
+        "image": t.image,
+        "workingDir": t.work_dir,
+        "command": ["paddle", "train"],
+        "args": list(plan.trainer_flags),
+        "volumeMounts": [{"name": "output", "mountPath": t.save_dir}],
+    }
+    return job(plan, plan.name, "trainer", {
+        "automountServiceAccountToken": False,
+        "containers": [container],
+        "volumes": [{"name": "output", "hostPath": {"path": plan.spec.storage.host_path,
+                                                    "type": "DirectoryOrCreate"}}],
+    })
 
 
 def job(plan: Plan, name: str, component: str, pod_spec: Object, parallelism: int = 1) -> Object:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from paddlegen.schema import TrainingSpec
-from paddlegen.schema.models import ClusterSettings
+from paddlegen.schema.models import KubeAwsSpec, LocalSpec
 
 # The data Job mounts the shared volume here and writes the split data to <DATA_MOUNT>/<job name>.
 DATA_MOUNT = "/efs"
@@ -26,44 +26,67 @@ class Plan:
     spec: TrainingSpec
     name: str
     namespace: str
-    ports: tuple[Port, ...]  # one per pserver port, dense first, then sparse
+    labels: dict[str, str]
+    trainers: int  # trainer pods: parallelism = completions
+    ports: tuple[Port, ...]  # one per pserver port, dense first, then sparse; () when local
     gradient_servers: int
-    split_count: int  # data parts, one per trainer
-    data_out_dir: str  # where the data Job writes, seen from its own mount
-    job_dir: str  # the same directory, seen from a trainer
-    output_dir: str  # trainers' save_dir and logs (output/node_N/{train,server}.log)
+    output_dir: str  # models and logs, as the trainer sees them
+    job_dir: str  # the job's directory on the shared volume, as a trainer sees it
+    data_out_dir: str | None  # where the data Job writes, as it sees it (kube-aws)
     service_account: str
     pod_reader_role: str
     worker_count: int | None
+    region: str | None
     s3_bucket: str | None
-    labels: dict[str, str]
+    trainer_flags: tuple[str, ...]  # `paddle train` flags from the spec (local profile)
 
     @property
-    def cluster(self) -> ClusterSettings:
-        assert self.spec.cluster is not None  # the profile-fields rule guarantees it
-        return self.spec.cluster
+    def split_count(self) -> int:
+        """Data parts (SPLIT_COUNT): one per trainer, read by trainer id."""
+        return self.trainers
 
 
 def derive(spec: TrainingSpec) -> Plan:
-    t = spec.training
     name = spec.metadata.name
-    first, count = t.port, t.ports_num + t.ports_num_for_sparse
+    common = {
+        "spec": spec,
+        "name": name,
+        "namespace": spec.metadata.namespace,
+        "labels": {"app.kubernetes.io/name": "paddle-training",
+                   "app.kubernetes.io/instance": name,
+                   "app.kubernetes.io/managed-by": "paddlegen"},
+        "service_account": name,
+        "pod_reader_role": f"{name}-pod-reader",
+    }
+    if isinstance(spec, LocalSpec):
+        t = spec.training
+        flags = {"config": t.config, "save_dir": t.save_dir, "trainer_count": t.trainer_count,
+                 "log_period": t.log_period, "num_passes": t.num_passes, "use_gpu": t.use_gpu,
+                 "show_parameter_stats_period": t.show_parameter_stats_period,
+                 "test_all_data_in_one_period": t.test_all_data_in_one_period}
+        return Plan(**common, trainers=1, ports=(), gradient_servers=1,
+                    output_dir=t.save_dir, job_dir=t.work_dir, data_out_dir=None,
+                    worker_count=None, region=None, s3_bucket=None,
+                    trainer_flags=tuple(f"--{flag}={gflag(value)}"
+                                        for flag, value in flags.items()))
+    t, cluster = spec.training, spec.cluster
     job_dir = f"{t.job_path}/{name}"
     return Plan(
-        spec=spec,
-        name=name,
-        namespace=spec.metadata.namespace,
-        ports=tuple(Port(f"jobport{i}", first + i) for i in range(count)),
+        **common,
+        trainers=t.nodes,
+        ports=tuple(Port(f"jobport{i}", t.port + i)
+                    for i in range(t.ports_num + t.ports_num_for_sparse)),
         gradient_servers=t.gradient_servers or t.nodes,
-        split_count=t.nodes,
-        data_out_dir=f"{DATA_MOUNT}/{name}",
-        job_dir=job_dir,
         output_dir=f"{job_dir}/output",
-        service_account=name,
-        pod_reader_role=f"{name}-pod-reader",
-        worker_count=(spec.cluster.worker_count or t.nodes) if spec.cluster else None,
-        s3_bucket=spec.cluster.s3_uri.removeprefix("s3://").split("/")[0] if spec.cluster else None,
-        labels={"app.kubernetes.io/name": "paddle-training",
-                "app.kubernetes.io/instance": name,
-                "app.kubernetes.io/managed-by": "paddlegen"},
+        job_dir=job_dir,
+        data_out_dir=f"{DATA_MOUNT}/{name}" if isinstance(spec, KubeAwsSpec) else None,
+        worker_count=cluster.worker_count or t.nodes,
+        region=cluster.region or cluster.availability_zone[:-1],
+        s3_bucket=cluster.s3_uri.removeprefix("s3://").split("/")[0],
+        trainer_flags=(),
     )
+
+
+def gflag(value: object) -> str:
+    """A flag value as gflags spells it: booleans as true/false."""
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 
 from paddlegen.compiler.loader import Path
 from paddlegen.schema import TrainingSpec
+from paddlegen.schema.models import KubeAwsSpec, LocalSpec
 
 Violation = tuple[Path, str]
 Rule = Callable[[TrainingSpec], Iterator[Violation]]
@@ -32,6 +33,8 @@ def check_rules(spec: TrainingSpec) -> list[tuple[Path, str, str]]:
 @rule("port-range")
 def port_range(spec: TrainingSpec) -> Iterator[Violation]:
     """The pserver ports port … port+portsNum+portsNumForSparse-1 all fit below 65536."""
+    if isinstance(spec, LocalSpec):
+        return
     t = spec.training
     last = t.port + t.ports_num + t.ports_num_for_sparse - 1
     if last > 65535:
@@ -43,6 +46,8 @@ def port_range(spec: TrainingSpec) -> Iterator[Violation]:
 @rule("gradient-servers")
 def gradient_servers(spec: TrainingSpec) -> Iterator[Violation]:
     """gradientServers (--num_gradient_servers) counts trainers, so it is at most nodes."""
+    if isinstance(spec, LocalSpec):
+        return
     t = spec.training
     if t.gradient_servers is not None and t.gradient_servers > t.nodes:
         yield ("training", "gradientServers"), (
@@ -50,45 +55,35 @@ def gradient_servers(spec: TrainingSpec) -> Iterator[Violation]:
             f"set it to at most {t.nodes} or leave it out")
 
 
-@rule("profile-fields")
-def profile_fields(spec: TrainingSpec) -> Iterator[Violation]:
-    """Each profile needs its own sections: kube-aws a cluster, EFS storage and a dataset."""
-    if spec.profile == "kube-aws":
-        if spec.cluster is None:
-            yield ("cluster",), "the kube-aws profile needs a cluster section"
-        if spec.storage.efs is None:
-            yield ("storage", "efs"), "the kube-aws profile needs storage.efs.dnsName"
-        if spec.dataset is None:
-            yield ("dataset",), "the kube-aws profile needs a dataset section"
-
-
 @rule("worker-capacity")
 def worker_capacity(spec: TrainingSpec) -> Iterator[Violation]:
     """hostPorts allow one trainer pod per node: workerCount must be at least training.nodes."""
-    cluster = spec.cluster
-    if cluster and cluster.worker_count is not None and cluster.worker_count < spec.training.nodes:
+    if isinstance(spec, LocalSpec):
+        return
+    workers, nodes = spec.cluster.worker_count, spec.training.nodes
+    if workers is not None and workers < nodes:
         yield ("cluster", "workerCount"), (
-            f"{cluster.worker_count} workers cannot host {spec.training.nodes} trainer pods "
-            "(each binds the same hostPorts, so one per node; the rest stay Pending); "
-            f"raise workerCount to {spec.training.nodes}")
+            f"{workers} workers cannot host {nodes} trainer pods (each binds the same hostPorts, "
+            f"so one per node; the rest stay Pending); raise workerCount to {nodes}")
 
 
 @rule("zone-in-region")
 def zone_in_region(spec: TrainingSpec) -> Iterator[Violation]:
     """availabilityZone lies in region (us-west-2a is in us-west-2)."""
-    cluster = spec.cluster
-    if cluster and cluster.availability_zone[:-1] != cluster.region:
+    if isinstance(spec, LocalSpec) or spec.cluster.region is None:
+        return
+    zone, region = spec.cluster.availability_zone, spec.cluster.region
+    if zone[:-1] != region:
         yield ("cluster", "availabilityZone"), (
-            f"{cluster.availability_zone} is not in region {cluster.region}; "
-            f"use a zone such as {cluster.region}a")
+            f"{zone} is not in region {region}; use a zone such as {region}a")
 
 
 @rule("kms-key-arn")
 def kms_key_arn(spec: TrainingSpec) -> Iterator[Violation]:
     """kmsKeyArn names the cluster's region and account (KMS keys are regional)."""
-    cluster = spec.cluster
-    if cluster is None:
+    if not isinstance(spec, KubeAwsSpec):
         return
+    cluster = spec.cluster
     _, _, _, region, account, _ = cluster.kms_key_arn.split(":", 5)
     if region != cluster.region:
         yield ("cluster", "kmsKeyArn"), (
@@ -102,21 +97,24 @@ def kms_key_arn(spec: TrainingSpec) -> Iterator[Violation]:
 @rule("efs-region")
 def efs_region(spec: TrainingSpec) -> Iterator[Violation]:
     """The EFS file system is in the cluster's region (NFS mounts do not cross regions)."""
-    efs, cluster = spec.storage.efs, spec.cluster
-    if efs and cluster:
-        region = efs.dns_name.split(".")[2]
-        if region != cluster.region:
-            yield ("storage", "efs", "dnsName"), (
-                f"the file system is in {region} but the cluster in {cluster.region}")
+    if not isinstance(spec, KubeAwsSpec):
+        return
+    region = spec.storage.efs.dns_name.split(".")[2]
+    if region != spec.cluster.region:
+        yield ("storage", "efs", "dnsName"), (
+            f"the file system is in {region} but the cluster in {spec.cluster.region}")
 
 
 @rule("storage-request")
 def storage_request(spec: TrainingSpec) -> Iterator[Violation]:
     """storage.request fits in storage.capacity, or the claim never binds to the volume."""
-    if quantity(spec.storage.request) > quantity(spec.storage.capacity):
+    if not isinstance(spec, KubeAwsSpec):
+        return
+    storage = spec.storage
+    if quantity(storage.request) > quantity(storage.capacity):
         yield ("storage", "request"), (
-            f"{spec.storage.request} is more than the volume's capacity "
-            f"{spec.storage.capacity}; the claim would never bind")
+            f"{storage.request} is more than the volume's capacity {storage.capacity}; "
+            "the claim would never bind")
 
 
 _SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,

@@ -10,7 +10,8 @@ from typing import Any
 
 from paddlegen.compiler.loader import Document, Path, load_text
 from paddlegen.compiler.problems import Problem, SpecError, dotted
-from paddlegen.schema import PROFILES, TrainingSpec
+from paddlegen.schema import PROFILES, SPEC_MODELS, TrainingSpec
+from paddlegen.schema.models import SpecBase
 from paddlegen.schema.patterns import MEANING_BY_REGEX
 
 
@@ -27,7 +28,7 @@ def schema_text() -> str:
     """The JSON Schema of a spec as written: fields every profile fills in are optional."""
     from paddlegen.schema.json_schema import user_schema
 
-    defaults = [profile_document(name).data for name in PROFILES if profile_file(name).is_file()]
+    defaults = {name: profile_document(name).data for name in PROFILES}
     return json.dumps(user_schema(defaults), indent=2, ensure_ascii=False) + "\n"
 
 
@@ -39,11 +40,8 @@ def load_spec(raw: bytes, filename: str) -> tuple[TrainingSpec, Document]:
     profile = document.data.get("profile")
     if profile not in PROFILES:
         raise SpecError([profile_problem(document, profile)])
-    if not profile_file(profile).is_file():
-        raise SpecError([problem(document, ("profile",), "profile-unavailable",
-                                 f"profile {profile!r} is not available in this version")])
     merged = merge(profile_document(profile), document)
-    spec = validate(merged)
+    spec = validate(merged, SPEC_MODELS[profile])
     problems = [problem(merged, path, rule, message) for path, rule, message in check_rules(spec)]
     if problems:
         raise SpecError(problems)
@@ -71,20 +69,20 @@ def merge(base: Document, override: Document) -> Document:
                     {**base.keys, **override.keys})
 
 
-def validate(document: Document) -> TrainingSpec:
+def validate(document: Document, model: type[SpecBase]) -> TrainingSpec:
     from pydantic import ValidationError
 
     try:
-        return TrainingSpec.model_validate(document.data)
+        return model.model_validate(document.data)  # type: ignore[return-value]
     except ValidationError as error:
-        raise SpecError(pydantic_problem(document, e) for e in error.errors()) from None
+        raise SpecError(pydantic_problem(document, model, e) for e in error.errors()) from None
 
 
-def pydantic_problem(document: Document, error: Any) -> Problem:
+def pydantic_problem(document: Document, model: type[SpecBase], error: Any) -> Problem:
     path: Path = tuple(error["loc"])
     kind = error["type"]
     if kind == "extra_forbidden":
-        known = field_names(path[:-1])
+        known = field_names(model, path[:-1])
         hint = did_you_mean(path[-1], known)
         return Problem(document.key_position(path), dotted(path), "unknown-key",
                        f"unknown key{hint or '; expected one of ' + ', '.join(sorted(known))}")
@@ -112,9 +110,8 @@ def describe(error: Any) -> str:
     return f"{message} (got {value!r})"
 
 
-def field_names(path: Path) -> list[str]:
-    """The keys allowed in the mapping at `path`, by walking the models."""
-    model: Any = TrainingSpec
+def field_names(model: Any, path: Path) -> list[str]:
+    """The keys allowed in the mapping at `path` of `model`, by walking the models."""
     for part in path:
         if isinstance(part, int):
             continue

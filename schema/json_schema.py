@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
-from paddlegen.schema.models import TrainingSpec
+from paddlegen.schema.models import SPEC_MODELS, TrainingSpec
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-FILENAME = "paddlegen.schema.json"
+TITLE = "paddlegen TrainingJob spec (apiVersion paddlegen/v1)"
 
 
-def user_schema(profile_defaults: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    schema = TrainingSpec.model_json_schema(by_alias=True)
-    for defaults in profile_defaults:
-        _relax(TrainingSpec, defaults, schema, schema["$defs"])
-    return {"$schema": DRAFT, **schema}
+def user_schema(profile_defaults: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One schema for every profile, chosen by `profile`; `profile_defaults` by profile name."""
+    schema = TypeAdapter(TrainingSpec).json_schema(by_alias=True)
+    for profile, defaults in profile_defaults.items():
+        model = SPEC_MODELS[profile]
+        _relax(model, defaults, schema["$defs"][model.__name__], schema["$defs"])
+    # `profile` picks the model. if/then (rather than oneOf) makes validators and editors report
+    # the errors of that profile's model alone.
+    choices = [{"if": {"properties": {"profile": {"const": profile}}},
+                "then": {"$ref": f"#/$defs/{model.__name__}"}}
+               for profile, model in SPEC_MODELS.items()]
+    return {"$schema": DRAFT, "title": TITLE, "type": "object", "required": ["profile"],
+            "properties": {"profile": {"enum": list(SPEC_MODELS),
+                                       "description": "Which way to run; picks the fields."}},
+            "allOf": choices, "$defs": schema["$defs"]}
 
 
 def _relax(model: type[BaseModel], defaults: dict[str, Any], node: dict[str, Any],

@@ -1,4 +1,4 @@
-"""The training spec (apiVersion paddlegen/v1) as pydantic models.
+"""The training spec (apiVersion paddlegen/v1) as pydantic models, one spec model per profile.
 
 The models describe the spec *after* it is merged onto its profile's defaults, so every field the
 emitters need is required here; `json_schema.user_schema` relaxes what the profiles fill in.
@@ -7,15 +7,12 @@ Validation is strict: YAML `"7164"` is not a port and `123456789012` is not an a
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from paddlegen.schema import patterns as p
-
-PROFILES = ("kube-aws", "kube-up", "local")
-Profile = Literal["kube-aws", "kube-up", "local"]
 
 
 def text(pattern: p.Pattern, description: str) -> object:
@@ -41,8 +38,8 @@ class Metadata(SpecModel):
     namespace: Annotated[str, text(p.DNS_LABEL, "Namespace of every namespaced object.")]
 
 
-class ClusterSettings(SpecModel):
-    """AWS and cluster settings (kube-aws and kube-up profiles)."""
+class KubeAwsCluster(SpecModel):
+    """AWS settings of a kube-aws cluster (seeds 001 and 003)."""
 
     name: Annotated[str, text(p.STACK_NAME, "Cluster name; kube-aws uses it as the stack name.")]
     region: Annotated[str, text(p.REGION, "AWS region, e.g. us-west-2.")]
@@ -78,6 +75,30 @@ class ClusterSettings(SpecModel):
     ] = None
 
 
+class KubeUpCluster(SpecModel):
+    """A cluster started by kubernetes' cluster/kube-up.sh on AWS (seeds 000 and 002)."""
+
+    name: Annotated[
+        str, text(p.STACK_NAME, "Instance name prefix (KUBE_AWS_INSTANCE_PREFIX), e.g. k8s.")
+    ]
+    availability_zone: Annotated[str, text(p.ZONE, "Zone of the cluster (KUBE_AWS_ZONE).")]
+    region: Annotated[
+        str | None, text(p.REGION, "Region of the zone; derived from availabilityZone if unset.")
+    ] = None
+    worker_count: Annotated[
+        int | None, Field(ge=1, le=1000, description="Nodes (NUM_NODES); defaults to nodes.")
+    ] = None
+    controller_instance_type: Annotated[
+        str, text(p.INSTANCE_TYPE, "EC2 instance type of the master (MASTER_SIZE).")
+    ]
+    worker_instance_type: Annotated[
+        str, text(p.INSTANCE_TYPE, "EC2 instance type of the nodes (NODE_SIZE).")
+    ]
+    s3_uri: Annotated[
+        str, text(p.S3_URI, "s3://bucket for the release tarballs (AWS_S3_BUCKET).")
+    ]
+
+
 class EfsSettings(SpecModel):
     """The EFS file system that holds data, configs and output."""
 
@@ -86,15 +107,56 @@ class EfsSettings(SpecModel):
     ]
 
 
-class StorageSettings(SpecModel):
-    """Shared storage for the data and training Jobs."""
+class EfsStorage(SpecModel):
+    """EFS as a PersistentVolume, bound to one claim that the Jobs mount."""
 
-    efs: EfsSettings | None = Field(default=None, description="EFS (kube-aws profile).")
+    efs: EfsSettings = Field(description="The EFS file system.")
     claim_name: Annotated[
         str, text(p.DNS_SUBDOMAIN, "Name of the PersistentVolumeClaim (and of its volume).")
     ]
     capacity: Annotated[str, text(p.QUANTITY, "Capacity of the PersistentVolume, e.g. 100Gi.")]
     request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
+
+
+class HostPathStorage(SpecModel):
+    """A directory of every node, mounted into the pods (kube-up: EFS mounted on each host)."""
+
+    host_path: Annotated[
+        str, text(p.ABSOLUTE_PATH, "Host directory mounted into the pods, e.g. /home/admin/efs.")
+    ]
+
+
+class LocalStorage(SpecModel):
+    """Where the single trainer's output lands on the machine."""
+
+    host_path: Annotated[
+        str, text(p.ABSOLUTE_PATH, "Host directory for the models, e.g. /home/work/paddle_output.")
+    ]
+
+
+class LocalTraining(SpecModel):
+    """`paddle train` on one machine (seed 004): the trainer flags, straight from the spec."""
+
+    image: Annotated[str, text(p.IMAGE, "Image with Paddle, the demo and its data.")]
+    work_dir: Annotated[
+        str, text(p.ABSOLUTE_PATH, "Directory the trainer runs in (holds the config).")
+    ]
+    config: Annotated[str, text(p.PATH_SEGMENT, "Trainer config file (--config).")]
+    save_dir: Annotated[
+        str, text(p.ABSOLUTE_PATH, "Where models go (--save_dir); the host path is mounted here.")
+    ]
+    trainer_count: Annotated[
+        int, Field(ge=1, le=1024, description="Trainer threads (--trainer_count).")
+    ]
+    log_period: Annotated[int, Field(ge=1, description="Batches between logs (--log_period).")]
+    num_passes: Annotated[int, Field(ge=1, description="Passes over the data (--num_passes).")]
+    use_gpu: bool = Field(description="Train on a GPU (--use_gpu).")
+    show_parameter_stats_period: Annotated[
+        int, Field(ge=0, description="Batches between parameter statistics "
+                   "(--show_parameter_stats_period).")
+    ]
+    test_all_data_in_one_period: bool = Field(
+        description="Test on all test data each period (--test_all_data_in_one_period).")
 
 
 class DatasetSettings(SpecModel):
@@ -104,7 +166,7 @@ class DatasetSettings(SpecModel):
     job_name: Annotated[str, text(p.JOB_NAME, "Name of the data-preparation Job.")]
 
 
-class TrainingSettings(SpecModel):
+class ClusterTraining(SpecModel):
     """The parameter-server training Job: one pserver and one trainer per pod."""
 
     image: Annotated[str, text(p.IMAGE, "Image of the training Job.")]
@@ -134,19 +196,43 @@ class TrainingSettings(SpecModel):
     ]
 
 
-class TrainingSpec(SpecModel):
-    """A paddlegen training spec: one file in, every artifact to run the training out."""
-
+class SpecBase(SpecModel):
     api_version: Literal["paddlegen/v1"] = Field(description="Always paddlegen/v1.")
     kind: Literal["TrainingJob"] = Field(description="Always TrainingJob.")
     metadata: Metadata = Field(description="Name and namespace of the training job.")
-    profile: Profile = Field(description="Which way to run: kube-aws, kube-up or local.")
     kube_version: Annotated[
         str, text(p.KUBE_VERSION, "Kubernetes minor release the manifests are checked against.")
     ]
-    cluster: ClusterSettings | None = Field(
-        default=None, description="AWS and cluster settings (kube-aws and kube-up profiles).")
-    storage: StorageSettings = Field(description="Shared storage for data, configs and output.")
-    dataset: DatasetSettings | None = Field(
-        default=None, description="The data-preparation Job (kube-aws profile).")
-    training: TrainingSettings = Field(description="The parameter-server training Job.")
+
+
+class KubeAwsSpec(SpecBase):
+    """Distributed training on a kube-aws cluster with EFS (seeds 001 and 003)."""
+
+    profile: Literal["kube-aws"] = Field(description="Which way to run.")
+    cluster: KubeAwsCluster = Field(description="The kube-aws cluster.")
+    storage: EfsStorage = Field(description="EFS for data, configs and output.")
+    dataset: DatasetSettings = Field(description="The data-preparation Job.")
+    training: ClusterTraining = Field(description="The parameter-server training Job.")
+
+
+class KubeUpSpec(SpecBase):
+    """Distributed training on a kube-up.sh cluster with EFS mounted on every node (seed 000)."""
+
+    profile: Literal["kube-up"] = Field(description="Which way to run.")
+    cluster: KubeUpCluster = Field(description="The kube-up.sh cluster.")
+    storage: HostPathStorage = Field(description="The EFS mount on every node.")
+    training: ClusterTraining = Field(description="The parameter-server training Job.")
+
+
+class LocalSpec(SpecBase):
+    """One trainer on one machine, no AWS (seed 004)."""
+
+    profile: Literal["local"] = Field(description="Which way to run.")
+    storage: LocalStorage = Field(description="Where the output lands.")
+    training: LocalTraining = Field(description="The trainer and its flags.")
+
+
+TrainingSpec = Union[KubeAwsSpec, KubeUpSpec, LocalSpec]  # noqa: UP007 (a runtime alias)
+SPEC_MODELS: dict[str, type[SpecBase]] = {
+    "kube-aws": KubeAwsSpec, "kube-up": KubeUpSpec, "local": LocalSpec}
+PROFILES = tuple(SPEC_MODELS)

@@ -1,0 +1,148 @@
+"""The kube-up and local profiles (seeds 000 and 004), the runbooks and `explain`."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from conftest import GOLDEN, GOLDEN_SPECS, run_cli
+
+
+def objects(profile: str) -> list[dict[str, Any]]:
+    yaml = YAML(typ="safe", pure=True)
+    return [yaml.load(p) for p in sorted((GOLDEN / profile / "out" / "k8s").glob("*.yaml"))]
+
+
+def test_every_profile_has_a_golden_example() -> None:
+    assert sorted(p.parent.name for p in GOLDEN_SPECS) == ["kube-aws", "kube-up", "local"]
+
+
+def test_local_is_one_paddle_train_with_the_seed_flags_and_no_aws() -> None:
+    [job] = objects("local")
+    assert job["kind"] == "Job"
+    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 1
+    pod = job["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["command"] == ["paddle", "train"]
+    flags = dict(arg.removeprefix("--").split("=", 1) for arg in container["args"])
+    assert flags == {
+        "config": "trainer_config.lr.py",
+        "save_dir": "/root/paddle/demo/quick_start/output",
+        "trainer_count": "4",
+        "log_period": "20",
+        "num_passes": "15",
+        "use_gpu": "false",
+        "show_parameter_stats_period": "100",
+        "test_all_data_in_one_period": "true",  # the seed's =1, as gflags reads it
+    }
+    assert container["workingDir"] == "/root/paddle/demo/quick_start"
+    [volume] = pod["volumes"]
+    assert volume["hostPath"]["path"] == "/home/work/paddle_output"
+    assert container["volumeMounts"] == [{"name": volume["name"],
+                                          "mountPath": flags["save_dir"]}]
+    assert pod["restartPolicy"] == "Never"
+    assert not (GOLDEN / "local" / "out" / "aws").exists()
+
+
+def test_kube_up_env_sets_a_region_not_a_zone() -> None:
+    env = dict(re.findall(r"^export (\w+)=(.*)$",
+                          (GOLDEN / "kube-up" / "out" / "aws" / "kube-up.env").read_text(), re.M))
+    assert env == {
+        "KUBERNETES_PROVIDER": "aws",
+        "KUBE_AWS_ZONE": "us-west-2a",
+        "NUM_NODES": "3",
+        "MASTER_SIZE": "m3.medium",
+        "NODE_SIZE": "m3.large",
+        "AWS_S3_REGION": "us-west-2",
+        "AWS_S3_BUCKET": "mycompany-kubernetes-artifacts",
+        "KUBE_AWS_INSTANCE_PREFIX": "k8s",
+    }
+
+
+def test_kube_up_trainers_mount_the_hosts_efs_directory() -> None:
+    kinds = [o["kind"] for o in objects("kube-up")]
+    assert kinds == ["ServiceAccount", "Role", "RoleBinding", "Job"]
+    job = objects("kube-up")[-1]
+    pod = job["spec"]["template"]["spec"]
+    [volume] = pod["volumes"]
+    assert volume["hostPath"] == {"path": "/home/admin/efs", "type": "Directory"}
+    [container] = pod["containers"]
+    assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": "/home/jobpath"}]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["JOB_PATH"] == "/home/jobpath"
+    assert env["TRAIN_CONFIG_DIR"] == "recommendation"
+    assert [p["hostPort"] for p in container["ports"]] == [7164, 7165, 7166, 7167]
+    assert job["spec"]["parallelism"] == 3
+    assert pod["serviceAccountName"] == objects("kube-up")[0]["metadata"]["name"]
+
+
+def test_kube_up_runbook_attaches_nine_policies_without_kms() -> None:
+    runbook = (GOLDEN / "kube-up" / "out" / "RUNBOOK.md").read_text()
+    arns = re.findall(r"arn:aws:iam::aws:policy/[\w/-]+", runbook)
+    assert len(arns) == 9
+    assert not any("KeyManagement" in arn for arn in arns)
+    assert "kube-up.sh" in runbook and "kube-down.sh" in runbook
+
+
+@pytest.mark.parametrize("spec", GOLDEN_SPECS, ids=lambda p: p.parent.name)
+def test_runbook_names_only_files_of_its_tree(spec: Path) -> None:
+    out = spec.parent / "out"
+    runbook = (out / "RUNBOOK.md").read_text()
+    named = set(re.findall(r"(?<![\w/])(?:\.\./)?((?:aws|k8s)/[\w./-]+\.(?:yaml|json|env))",
+                           runbook))
+    assert named, "the runbook names no file"
+    assert {p for p in named if not (out / p).is_file()} == set()
+    manifests = sorted(p.relative_to(out).as_posix() for p in (out / "k8s").glob("*.yaml"))
+    creates = re.findall(r"kubectl .*create -f (?:\.\./)?(k8s/\S+)", runbook)
+    assert creates == manifests  # every object, in apply order
+
+
+def test_kube_aws_runbook_steps_are_in_the_order_that_works() -> None:
+    runbook = (GOLDEN / "kube-aws" / "out" / "RUNBOOK.md").read_text()
+    steps = ["attach-user-policy", "put-user-policy", "create-key-pair", "create-key ",
+             "kube-aws init", "render credentials --generate-ca", "render stack",
+             "kube-aws up --s3-uri s3://paddle-kube-aws-assets/paddle-cluster",
+             "admits NFS (TCP 2049)", "create -f ../k8s/01-persistentvolume",
+             "wait --for=condition=complete", "create -f ../k8s/07-job-paddle-cluster-job.yaml",
+             "train.log", "server.log", "Delete the EFS mount targets", "LoadBalancer",
+             "kube-aws destroy"]
+    positions = [runbook.index(step) for step in steps]
+    assert positions == sorted(positions)
+    init = runbook[runbook.index("kube-aws init"):runbook.index("cp ../aws/cluster.yaml")]
+    assert sorted(re.findall(r"--([\w-]+)=", init)) == sorted(
+        ["cluster-name", "external-dns-name", "region", "availability-zone", "key-name",
+         "kms-key-arn"])
+
+
+def test_explain_lists_the_pserver_ports_and_trainer_ids(kube_aws_spec: Path) -> None:
+    result = run_cli("explain", kube_aws_spec, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(result.stdout)
+    assert facts["ports"] == [7164, 7165, 7166, 7167]
+    assert (facts["densePorts"], facts["sparsePorts"]) == ([7164, 7165], [7166, 7167])
+    assert [p["trainerId"] for p in facts["processes"]] == [0, 1, 2]
+    assert facts["splitCount"] == 3
+    first = facts["processes"][0]
+    assert first["pserver"]["argv"][:2] == ["paddle", "pserver"]
+    assert "--num_gradient_servers=3" in first["pserver"]["argv"]
+    assert "--trainer_id=0" in first["trainer"]["argv"]
+    assert "--save_dir=/home/jobpath/paddle-cluster-job/output" in first["trainer"]["argv"]
+    assert first["trainer"]["log"] == "/home/jobpath/paddle-cluster-job/output/node_0/train.log"
+    assert first["pserver"]["log"].endswith("/output/node_0/server.log")
+
+    text = run_cli("explain", kube_aws_spec).stdout
+    assert "7164-7167" in text
+    assert [int(n) for n in re.findall(r"^trainer (\d+)$", text, re.M)] == [0, 1, 2]
+    assert "paddle train" in text and "paddle pserver" in text
+
+
+def test_explain_local_shows_the_single_trainer() -> None:
+    facts = json.loads(run_cli("explain", GOLDEN / "local" / "spec.yaml", "--format",
+                               "json").stdout)
+    [process] = facts["processes"]
+    assert process["trainer"]["argv"][:3] == ["paddle", "train", "--config=trainer_config.lr.py"]
