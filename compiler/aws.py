@@ -63,6 +63,15 @@ def cluster_yaml(plan: Plan) -> dict[str, Any]:
         "controllerRootVolumeSize": c.controller_root_volume_size,
         "workerInstanceType": c.worker_instance_type,
         "workerRootVolumeSize": c.worker_root_volume_size,
+        "vpcCIDR": c.vpc_cidr,
+        "instanceCIDR": c.instance_cidr,
+        "podCIDR": c.pod_cidr,
+        "serviceCIDR": c.service_cidr,
+        "dnsServiceIP": c.dns_service_ip,
+        "createRecordSet": c.create_record_set,
+        "hostedZone": c.hosted_zone,
+        "hostedZoneId": c.hosted_zone_id,
+        "recordSetTTL": c.record_set_ttl,
     }
     return config | {key: value for key, value in optional.items() if value is not None}
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from paddlegen.compiler import aws, kube_objects, runbook
 from paddlegen.compiler.plan import Plan, derive
+from paddlegen.compiler.problems import Problem
 from paddlegen.compiler.render import to_json, to_yaml, yaml_stream
 from paddlegen.compiler.spec import load_spec
 
@@ -70,6 +71,7 @@ class Build:
     plan: Plan
     manifests: tuple[Manifest, ...]
     artifacts: tuple[Artifact, ...]  # every file of the output tree, sorted by path
+    warnings: tuple[Problem, ...]
 
     def stream(self) -> str:
         """The Kubernetes objects as one multi-document YAML stream, in apply order."""
@@ -77,15 +79,17 @@ class Build:
         return yaml_stream([text[m.path] for m in self.manifests])
 
 
-def build(raw: bytes, filename: str, kube_version: str | None = None) -> Build:
+def build(raw: bytes, filename: str, kube_version: str | None = None,
+          strict: bool = False) -> Build:
     """Compile a spec file's bytes. Raises SpecError or ManifestError."""
-    spec, _ = load_spec(raw, filename)
+    spec, warnings = load_spec(raw, filename, strict)
     if kube_version:
         spec = spec.model_copy(update={"kube_version": kube_version})
     plan = derive(spec)
     manifests = tuple(manifest_files(plan))
     check_manifests(manifests, spec.kube_version)
-    return Build(plan, manifests, tuple(sorted(emit(plan, manifests), key=lambda a: a.path)))
+    artifacts = tuple(sorted(emit(plan, manifests), key=lambda a: a.path))
+    return Build(plan, manifests, artifacts, warnings)
 
 
 def manifest_files(plan: Plan) -> list[Manifest]:

@@ -11,11 +11,14 @@ import sys
 from enum import Enum
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from paddlegen.compiler.problems import Position, Problem, SpecError
+
+if TYPE_CHECKING:
+    from paddlegen.compiler.build import Build
 
 EXIT_DRIFT = 1
 EXIT_INVALID = 2
@@ -87,6 +90,25 @@ ForceOption = Annotated[bool, typer.Option(
 KubeVersionOption = Annotated[str | None, typer.Option(
     "--kube-version", metavar="1.N",
     help="Check the manifests against this Kubernetes release instead of the spec's.")]
+StrictOption = Annotated[bool, typer.Option(
+    "--strict", help="Treat warnings (such as an image without a version tag) as errors.")]
+
+
+def compiled(spec: Path, raw: bytes, kube_version: str | None = None,
+             strict: bool = False) -> Build | None:
+    """The build of one spec, or None after reporting why there is none; warnings to stderr."""
+    from paddlegen.compiler.build import ManifestError, build
+
+    try:
+        result = build(raw, str(spec), kube_version, strict)
+    except SpecError as error:
+        report(list(error.problems), Format.text)
+        return None
+    except ManifestError as error:
+        typer.echo(f"paddlegen: {spec}: generated objects fail validation:\n{error}", err=True)
+        return None
+    report(list(result.warnings), Format.text)
+    return result
 
 
 @app.command()
@@ -96,22 +118,21 @@ def build(
     check: CheckOption = False,
     force: ForceOption = False,
     kube_version: KubeVersionOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """Compile SPEC into the output tree (or, with -o -, the manifests as one YAML stream).
 
     Example: paddlegen build golden/kube-aws/spec.yaml -o out/
     """
-    from paddlegen.compiler.build import ManifestError
-    from paddlegen.compiler.build import build as compile_spec
     from paddlegen.compiler.writer import OwnershipError, drift, write_tree
 
     try:
-        result = compile_spec(read_spec(spec), str(spec), kube_version)
-    except SpecError as error:
+        result = compiled(spec, read_spec(spec), kube_version, strict)
+    except SpecError as error:  # unreadable file
         report(list(error.problems), Format.text)
-        raise typer.Exit(EXIT_INVALID) from None
-    except ManifestError as error:
-        raise fail("generated objects fail validation:\n" + str(error)) from None
+        result = None
+    if result is None:
+        raise typer.Exit(EXIT_INVALID)
     if output == "-":
         if check:
             raise fail("--check needs an output directory, not -")
@@ -152,6 +173,7 @@ def validate(
     specs: SpecsArgument,
     only_specs: OnlySpecsOption = False,
     output: FormatOption = Format.text,
+    strict: StrictOption = False,
 ) -> None:
     """Validate every SPEC and report every problem of every file; exit 2 if any is invalid.
 
@@ -163,7 +185,7 @@ def validate(
     try:
         for spec, raw in selected(specs, only_specs):
             try:
-                load_spec(raw, str(spec))
+                problems.extend(load_spec(raw, str(spec), strict).warnings)
             except SpecError as error:
                 problems.extend(error.problems)
     except SpecError as error:  # unreadable file
@@ -177,6 +199,7 @@ def validate(
 def check(
     specs: SpecsArgument,
     only_specs: OnlySpecsOption = False,
+    strict: StrictOption = False,
 ) -> None:
     """Exit 1 when the out/ directory beside any SPEC is not what SPEC compiles to.
 
@@ -185,20 +208,12 @@ def check(
 
     Example: paddlegen check golden/*/spec.yaml
     """
-    from paddlegen.compiler.build import ManifestError
-    from paddlegen.compiler.build import build as compile_spec
     from paddlegen.compiler.writer import drift
 
     drifted = invalid = False
     for spec, raw in selected(specs, only_specs):
-        try:
-            result = compile_spec(raw, str(spec))
-        except SpecError as error:
-            report(list(error.problems), Format.text)
-            invalid = True
-            continue
-        except ManifestError as error:
-            typer.echo(f"paddlegen: {spec}: generated objects fail validation:\n{error}", err=True)
+        result = compiled(spec, raw, strict=strict)
+        if result is None:
             invalid = True
             continue
         diff = drift(spec.parent / "out", result.artifacts)
@@ -235,7 +250,7 @@ def explain(
     from paddlegen.compiler.spec import load_spec
 
     try:
-        facts = explanation(derive(load_spec(read_spec(spec), str(spec))[0]))
+        facts = explanation(derive(load_spec(read_spec(spec), str(spec)).spec))
     except SpecError as error:
         report(list(error.problems), Format.text)
         raise typer.Exit(EXIT_INVALID) from None

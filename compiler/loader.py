@@ -1,8 +1,9 @@
 """Safe YAML loading that remembers where every key and value came from.
 
-ruamel.yaml only *composes* the node graph here; this module builds plain dicts, lists and scalars
-from it itself, so no tag can construct an object, duplicate keys and alias bombs are caught, and
-each value's file:line:column is kept for error messages.
+ruamel.yaml only *parses* here: this module builds plain dicts, lists and scalars from the parser's
+event stream itself, without recursion. So no tag can construct an object, duplicate keys are
+caught, and nesting depth and node count (aliases expanded: "billion laughs") are bounded while
+reading, before any work grows with them. Each value's file:line:column is kept for messages.
 """
 
 from __future__ import annotations
@@ -15,13 +16,31 @@ from typing import Any
 from paddlegen.compiler.problems import Position, Problem, SpecError, dotted
 
 MAX_BYTES = 1 << 20  # a spec is a few kilobytes; refuse multi-megabyte input before parsing it
-MAX_NODES = 10_000  # nodes after alias expansion: stops "billion laughs" long before it hurts
+MAX_NODES = 10_000  # nodes after alias expansion
 MAX_DEPTH = 64
 
 Path = tuple[str | int, ...]
 
 _TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null")}
+
+# The rules of this module, for the rules reference.
+LOADER_RULES = {
+    "yaml-size": f"The file is larger than {MAX_BYTES} bytes, or holds more than {MAX_NODES} "
+                 "YAML nodes once aliases are expanded (an alias bomb).",
+    "yaml-depth": f"Collections nested deeper than {MAX_DEPTH} levels.",
+    "yaml-encoding": "The file is not UTF-8 text, or holds NUL bytes.",
+    "yaml-empty": "The file is empty or holds only comments.",
+    "yaml-syntax": "The file is not well-formed YAML.",
+    "yaml-documents": "The file holds more than one YAML document.",
+    "yaml-root": "The document is not a mapping.",
+    "yaml-tag": "A tag other than the plain YAML types (such as !!python/object or !Ref): a spec "
+                "never constructs objects.",
+    "yaml-key": "A mapping key that is not a plain string, or a merge key '<<'.",
+    "yaml-duplicate-key": "The same key twice in one mapping (YAML would keep only one).",
+    "yaml-1.1-boolean": "An unquoted yes/no/on/off/y/n: a string to paddlegen (YAML 1.2) but a "
+                        "boolean to YAML 1.1 tools such as kubectl and kube-aws.",
+}
 
 
 @dataclass(frozen=True)
@@ -31,6 +50,7 @@ class Document:
     data: dict[str, Any]
     values: dict[Path, Position] = field(default_factory=dict)
     keys: dict[Path, Position] = field(default_factory=dict)
+    texts: dict[Path, str] = field(default_factory=dict)  # as written, for non-string scalars
 
     def position(self, path: Path) -> Position:
         """Where `path` was written, or its closest written ancestor."""
@@ -50,20 +70,13 @@ def load_text(raw: bytes, filename: str) -> Document:
     if len(raw) > MAX_BYTES:
         fail(start, "yaml-size", f"file is {len(raw)} bytes; a spec may be at most {MAX_BYTES}")
     text = decode(raw, filename)
-    if not text.strip():
-        fail(start, "yaml-empty", "file is empty; expected a TrainingJob spec mapping")
-    nodes, constructor = compose(text, filename)
-    if len(nodes) != 1:
-        second = nodes[1].start_mark if len(nodes) > 1 else None
-        where = mark_position(second, filename) if second else start
-        fail(where, "yaml-documents", f"expected one YAML document, found {len(nodes)}")
-    builder = _Builder(filename, constructor)
-    data = builder.build(nodes[0], ())
+    builder = _Builder(filename)
+    data = builder.read(text)
     if not isinstance(data, dict):
         fail(start, "yaml-root", f"the root must be a mapping, not {type_name(data)}")
     if builder.problems:
         raise SpecError(builder.problems)
-    return Document(data, builder.values, builder.keys)
+    return Document(data, builder.values, builder.keys, builder.texts)
 
 
 def decode(raw: bytes, filename: str) -> str:
@@ -81,84 +94,194 @@ def decode(raw: bytes, filename: str) -> str:
     return text
 
 
-def compose(text: str, filename: str) -> tuple[list[Any], Any]:
-    """The node graphs of every document, and a safe constructor bound to their loader."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-    yaml = YAML(typ="safe", pure=True)
-    try:
-        return list(yaml.compose_all(io.StringIO(text))), yaml.constructor
-    except MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = mark_position(mark, filename) if mark else Position(filename, 1, 1)
-        fail(where, "yaml-syntax", f"invalid YAML: {error.problem or error.context}")
-    except YAMLError as error:
-        fail(Position(filename, 1, 1), "yaml-syntax", f"invalid YAML: {error}")
-    except RecursionError:
-        fail(Position(filename, 1, 1), "yaml-depth", "YAML nested too deeply")
+@dataclass
+class _Collection:
+    value: dict[str, Any] | list[Any]
+    path: Path
+    anchor: str | None
+    nodes: int = 1  # nodes inside, aliases expanded (for the anchor's weight)
+    key: str | None = None  # mappings: the key read, waiting for its value
+    drop: bool = False  # the key was refused: read its value, then drop it
 
 
 class _Builder:
-    """Turns a composed node graph into plain data, collecting positions and problems."""
+    """Turns the parser's events into plain data, collecting positions and problems."""
 
-    def __init__(self, filename: str, constructor: Any) -> None:
+    def __init__(self, filename: str) -> None:
+        from ruamel.yaml import YAML
+        from ruamel.yaml.resolver import VersionedResolver
+
+        self.yaml = YAML(typ="safe", pure=True)
+        self.yaml11 = VersionedResolver(version=(1, 1))  # what kubectl and kube-aws read
         self.filename = filename
-        self.constructor = constructor
         self.values: dict[Path, Position] = {}
         self.keys: dict[Path, Position] = {}
+        self.texts: dict[Path, str] = {}
         self.problems: list[Problem] = []
-        self.count = 0
+        self.anchors: dict[str, tuple[Any, int]] = {}  # value and its node count
+        self.total = 0
 
-    def problem(self, node: Any, path: Path, rule: str, message: str) -> None:
-        self.problems.append(Problem(self.where(node), dotted(path), rule, message))
+    def read(self, text: str) -> Any:
+        from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    def where(self, node: Any) -> Position:
-        return mark_position(node.start_mark, self.filename)
+        try:
+            return self.events(self.yaml.parse(io.StringIO(text)))
+        except MarkedYAMLError as error:
+            # the context ("while scanning a quoted scalar") marks where the broken thing opened
+            mark = error.context_mark or error.problem_mark
+            what = "; ".join(filter(None, [error.context, error.problem]))
+            where = self.where(mark) if mark else Position(self.filename, 1, 1)
+            fail(where, "yaml-syntax", f"invalid YAML: {what}")
+        except YAMLError as error:
+            fail(Position(self.filename, 1, 1), "yaml-syntax", f"invalid YAML: {error}")
 
-    def build(self, node: Any, path: Path) -> Any:
-        self.count += 1
-        if self.count > MAX_NODES:
-            fail(self.where(node), "yaml-size",
+    def events(self, stream: Iterator[Any]) -> Any:
+        stack: list[_Collection] = []
+        documents, root = 0, None
+        for event in stream:
+            kind = type(event).__name__
+            if kind == "DocumentStartEvent":
+                documents += 1
+                if documents > 1:
+                    fail(self.where(event.start_mark), "yaml-documents",
+                         "expected one YAML document, found several")
+            elif kind in ("ScalarEvent", "AliasEvent", "MappingStartEvent", "SequenceStartEvent"):
+                if stack and isinstance(stack[-1].value, dict) and stack[-1].key is None:
+                    # a mapping alternates key and value events
+                    self.key(stack[-1], event)
+                    continue
+                path = self.next_path(stack)
+                if kind in ("MappingStartEvent", "SequenceStartEvent"):
+                    self.check_depth(path, event)
+                    self.count(1)
+                    self.values.setdefault(path, self.where(event.start_mark))
+                    self.check_tag(event, "map" if kind == "MappingStartEvent" else "seq", path)
+                    stack.append(_Collection({} if kind == "MappingStartEvent" else [], path,
+                                             event.anchor))
+                    continue
+                value, nodes = self.leaf(event, path)
+                root = self.attach(stack, value, nodes, root)
+            elif kind in ("MappingEndEvent", "SequenceEndEvent"):
+                done = stack.pop()
+                if done.anchor:
+                    self.anchors[done.anchor] = (done.value, done.nodes)
+                root = self.attach(stack, done.value, done.nodes, root, counted=True)
+        if documents == 0:
+            fail(Position(self.filename, 1, 1), "yaml-empty",
+                 "file is empty; expected a TrainingJob spec mapping")
+        return root
+
+    def next_path(self, stack: list[_Collection]) -> Path:
+        if not stack:
+            return ()
+        top = stack[-1]
+        return (*top.path, top.key if isinstance(top.value, dict) else len(top.value))
+
+    def attach(self, stack: list[_Collection], value: Any, nodes: int, root: Any,
+               counted: bool = False) -> Any:
+        """Put a finished value into its parent; count its nodes once against the limit."""
+        if not counted:
+            self.count(nodes)
+        if not stack:
+            return value
+        top = stack[-1]
+        top.nodes += nodes
+        if isinstance(top.value, dict):
+            if not top.drop:
+                top.value[top.key] = value
+            top.key, top.drop = None, False
+        else:
+            top.value.append(value)
+        return root
+
+    def count(self, nodes: int) -> None:
+        self.total += nodes
+        if self.total > MAX_NODES:
+            fail(Position(self.filename, 1, 1), "yaml-size",
                  f"more than {MAX_NODES} YAML nodes (an alias bomb?); refusing to expand")
-        if len(path) > MAX_DEPTH:
-            fail(self.where(node), "yaml-depth", f"nested deeper than {MAX_DEPTH} levels")
-        self.values[path] = self.where(node)
-        tag = str(getattr(node.tag, "value", node.tag))
-        kind = node.id
-        if kind == "mapping" and tag == f"{_TAG}map":
-            return self.mapping(node, path)
-        if kind == "sequence" and tag == f"{_TAG}seq":
-            return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
-        if kind == "scalar" and tag in _SCALAR_TAGS:
-            return self.constructor.construct_object(node)
-        if kind == "scalar" and tag == f"{_TAG}timestamp":
-            return node.value  # a date-like string; the spec has no dates
-        self.problem(node, path, "yaml-tag", f"YAML tag {tag!r} is not allowed in a spec")
-        return None
 
-    def mapping(self, node: Any, path: Path) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            if key_node.id != "scalar" or str(getattr(key_node.tag, "value", key_node.tag)) != (
-                f"{_TAG}str"
-            ):
-                what = "a merge key '<<'" if key_node.value == "<<" else "a non-string key"
-                self.problem(key_node, path, "yaml-key", f"{what} is not allowed in a spec")
-                continue
-            key = key_node.value
-            if key in out:
-                first = self.keys[(*path, key)]
-                self.problem(key_node, (*path, key), "yaml-duplicate-key",
-                             f"duplicate key (first defined at line {first.line})")
-                continue
-            self.keys[(*path, key)] = self.where(key_node)
-            out[key] = self.build(value_node, (*path, key))
-        return out
+    def check_depth(self, path: Path, event: Any) -> None:
+        if len(path) >= MAX_DEPTH:
+            fail(self.where(event.start_mark), "yaml-depth",
+                 f"nested deeper than {MAX_DEPTH} levels")
 
+    def key(self, mapping: _Collection, event: Any) -> None:
+        if type(event).__name__ != "ScalarEvent":
+            fail(self.where(event.start_mark), "yaml-key",
+                 "a key that is a collection or an alias is not allowed in a spec")
+        mapping.key = event.value
+        path = (*mapping.path, event.value)
+        if self.tag(event, "str") != f"{_TAG}str":
+            what = "a merge key '<<'" if event.value == "<<" else "a non-string key"
+            self.problem(event, mapping.path, "yaml-key", f"{what} is not allowed in a spec")
+            mapping.drop = True
+        elif event.value in mapping.value or path in self.keys:
+            first = self.keys[path]
+            self.problem(event, path, "yaml-duplicate-key",
+                         f"duplicate key (first defined at line {first.line})")
+            mapping.drop = True
+        else:
+            self.keys[path] = self.where(event.start_mark)
 
-def mark_position(mark: Any, filename: str) -> Position:
-    return Position(filename, mark.line + 1, mark.column + 1)
+    def leaf(self, event: Any, path: Path) -> tuple[Any, int]:
+        """A scalar's value, or an alias's (and how many nodes it stands for)."""
+        self.values.setdefault(path, self.where(event.start_mark))
+        if type(event).__name__ == "AliasEvent":
+            if event.anchor not in self.anchors:
+                self.problem(event, path, "yaml-syntax", f"unknown alias *{event.anchor}")
+                return None, 1
+            return self.anchors[event.anchor]
+        tag = self.tag(event, "str")
+        if tag not in _SCALAR_TAGS and tag != f"{_TAG}timestamp":
+            self.problem(event, path, "yaml-tag", f"YAML tag {tag!r} is not allowed in a spec")
+            return None, 1
+        if tag == f"{_TAG}timestamp":
+            value: Any = event.value  # a date-like string; the spec has no dates
+        elif tag == f"{_TAG}str":
+            value = event.value
+            if event.style is None and self.yaml11_bool(event.value):
+                self.problem(event, path, "yaml-1.1-boolean",
+                             f"{event.value!r} is a string here but a boolean to YAML 1.1 tools "
+                             f"(kubectl, kube-aws): write true/false, or quote it")
+        else:
+            self.texts[path] = event.value
+            value = self.construct(tag, event)
+        if event.anchor:
+            self.anchors[event.anchor] = (value, 1)
+        return value, 1
+
+    def tag(self, event: Any, kind: str) -> str:
+        from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+        tag = event.tag
+        if tag is None or str(tag) == "!":
+            node = {"str": ScalarNode, "map": MappingNode, "seq": SequenceNode}[kind]
+            resolved = self.yaml.resolver.resolve(node, getattr(event, "value", None),
+                                                  event.implicit)
+            return str(getattr(resolved, "value", resolved))
+        return str(tag)
+
+    def check_tag(self, event: Any, kind: str, path: Path) -> None:
+        tag = self.tag(event, kind)
+        if tag != f"{_TAG}{kind}":
+            self.problem(event, path, "yaml-tag", f"YAML tag {tag!r} is not allowed in a spec")
+
+    def construct(self, tag: str, event: Any) -> Any:
+        from ruamel.yaml.nodes import ScalarNode
+
+        node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+        return self.yaml.constructor.construct_object(node)
+
+    def yaml11_bool(self, value: str) -> bool:
+        from ruamel.yaml.nodes import ScalarNode
+
+        return self.yaml11.resolve(ScalarNode, value, (True, False)) == f"{_TAG}bool"
+
+    def problem(self, event: Any, path: Path, rule: str, message: str) -> None:
+        self.problems.append(Problem(self.where(event.start_mark), dotted(path), rule, message))
+
+    def where(self, mark: Any) -> Position:
+        return Position(self.filename, mark.line + 1, mark.column + 1)
 
 
 def fail(position: Position, rule: str, message: str) -> Any:
@@ -168,15 +291,3 @@ def fail(position: Position, rule: str, message: str) -> Any:
 def type_name(value: object) -> str:
     return {list: "a list", str: "a string", type(None): "null", bool: "a boolean",
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
-
-
-def walk(data: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
-    """Every (path, leaf value) pair of nested dicts and lists."""
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from walk(value, (*path, key))
-    elif isinstance(data, list):
-        for index, value in enumerate(data):
-            yield from walk(value, (*path, index))
-    else:
-        yield path, data

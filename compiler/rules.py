@@ -1,33 +1,37 @@
 """Rules across fields: the values of the seeds that must agree with each other.
 
-Each rule is a function of the validated spec yielding (path, message) for every violation; its
-code is its stable identifier and its docstring is the rule's documentation.
+Each rule is a function of the validated spec yielding (path, message) for every violation, the
+message ending in how to fix it; its code is its stable identifier and its docstring is the rule's
+documentation (`paddlegen rules`). Warnings print but pass, unless --strict.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 
 from paddlegen.compiler.loader import Path
+from paddlegen.compiler.problems import Severity
 from paddlegen.schema import TrainingSpec
 from paddlegen.schema.models import KubeAwsSpec, LocalSpec
 
 Violation = tuple[Path, str]
 Rule = Callable[[TrainingSpec], Iterator[Violation]]
-RULES: dict[str, Rule] = {}
+RULES: dict[str, tuple[Rule, Severity]] = {}
 
 
-def rule(code: str) -> Callable[[Rule], Rule]:
+def rule(code: str, severity: Severity = "error") -> Callable[[Rule], Rule]:
     def register(function: Rule) -> Rule:
-        RULES[code] = function
+        RULES[code] = (function, severity)
         return function
     return register
 
 
-def check_rules(spec: TrainingSpec) -> list[tuple[Path, str, str]]:
-    return [(path, code, message) for code, check in RULES.items() for path, message in check(spec)]
+def check_rules(spec: TrainingSpec) -> list[tuple[Path, str, str, Severity]]:
+    return [(path, code, message, severity) for code, (check, severity) in RULES.items()
+            for path, message in check(spec)]
 
 
 @rule("port-range")
@@ -115,6 +119,100 @@ def storage_request(spec: TrainingSpec) -> Iterator[Violation]:
         yield ("storage", "request"), (
             f"{storage.request} is more than the volume's capacity {storage.capacity}; "
             "the claim would never bind")
+
+
+# kube-aws v0.9.x's defaults for the settings its own checks compare.
+KUBE_AWS_NETWORK_DEFAULTS = {"vpcCIDR": "10.0.0.0/16", "instanceCIDR": "10.0.0.0/24",
+                             "podCIDR": "10.2.0.0/16", "serviceCIDR": "10.3.0.0/24",
+                             "dnsServiceIP": "10.3.0.10"}
+
+
+@rule("kube-aws-network")
+def kube_aws_network(spec: TrainingSpec) -> Iterator[Violation]:
+    """kube-aws's own network checks: vpcCIDR contains instanceCIDR; the VPC, pod and Service
+    ranges do not overlap; dnsServiceIP lies in serviceCIDR and is neither its network address
+    nor its first address (the kubernetes Service's). Unset values take kube-aws's defaults."""
+    if not isinstance(spec, KubeAwsSpec):
+        return
+    given = spec.model_dump(by_alias=True)["cluster"]
+    values = {key: given[key] or default for key, default in KUBE_AWS_NETWORK_DEFAULTS.items()}
+    nets = {}
+    for key in ("vpcCIDR", "instanceCIDR", "podCIDR", "serviceCIDR"):
+        try:
+            nets[key] = ipaddress.IPv4Network(values[key])
+        except ValueError as error:
+            yield ("cluster", key), f"{values[key]} is not a network: {error}"
+    if len(nets) < 4:
+        return
+    if not nets["instanceCIDR"].subnet_of(nets["vpcCIDR"]):
+        yield ("cluster", "instanceCIDR"), (
+            f"{values['instanceCIDR']} is not inside vpcCIDR {values['vpcCIDR']}")
+    for key, other in (("podCIDR", "vpcCIDR"), ("serviceCIDR", "vpcCIDR"),
+                       ("serviceCIDR", "podCIDR")):
+        if nets[key].overlaps(nets[other]):
+            yield ("cluster", key), (
+                f"{values[key]} overlaps {other} {values[other]}; pick a disjoint range")
+    try:
+        dns = ipaddress.IPv4Address(values["dnsServiceIP"])
+    except ValueError as error:
+        yield ("cluster", "dnsServiceIP"), str(error)
+        return
+    service = nets["serviceCIDR"]
+    if dns not in service:
+        yield ("cluster", "dnsServiceIP"), (
+            f"{dns} is outside serviceCIDR {service}; use e.g. {service.network_address + 10}")
+    elif dns in (service.network_address, service.network_address + 1):
+        yield ("cluster", "dnsServiceIP"), (
+            f"{dns} is reserved ({service.network_address + 1} is the kubernetes Service); "
+            f"use e.g. {service.network_address + 10}")
+
+
+@rule("record-set")
+def record_set(spec: TrainingSpec) -> Iterator[Violation]:
+    """createRecordSet needs exactly one of hostedZone and hostedZoneId (kube-aws's check)."""
+    if not isinstance(spec, KubeAwsSpec) or not spec.cluster.create_record_set:
+        return
+    zones = [spec.cluster.hosted_zone, spec.cluster.hosted_zone_id]
+    if zones.count(None) != 1:
+        yield ("cluster", "createRecordSet"), (
+            "createRecordSet needs exactly one of hostedZone and hostedZoneId; "
+            f"{'both are' if None not in zones else 'neither is'} set")
+
+
+@rule("s3-bucket-name")
+def s3_bucket_name(spec: TrainingSpec) -> Iterator[Violation]:
+    """The bucket of s3Uri is a valid S3 bucket name: 3-63 characters, no '..', not an IP
+    address, no 'xn--' prefix or '-s3alias' suffix."""
+    if isinstance(spec, LocalSpec):
+        return
+    bucket = spec.cluster.s3_uri.removeprefix("s3://").split("/")[0]
+    reasons = [reason for broken, reason in (
+        (not 3 <= len(bucket) <= 63, "it must have 3 to 63 characters"),
+        (".." in bucket or ".-" in bucket or "-." in bucket,
+         "a '.' may not be next to another '.' or a '-'"),
+        (bool(re.fullmatch(r"[0-9.]+", bucket)) and bucket.count(".") == 3,
+         "it may not look like an IP address"),
+        (bucket.startswith("xn--") or bucket.endswith("-s3alias"),
+         "it may not start with 'xn--' or end with '-s3alias'"),
+    ) if broken]
+    for reason in reasons:
+        yield ("cluster", "s3Uri"), f"{bucket!r} is not a valid bucket name: {reason}"
+
+
+@rule("image-tag", severity="warning")
+def image_tag(spec: TrainingSpec) -> Iterator[Violation]:
+    """Images name a tag other than latest (or a digest): otherwise each node may run whatever
+    the tag points to when it pulls."""
+    images = [(("training", "image"), spec.training.image)]
+    if isinstance(spec, KubeAwsSpec):
+        images.append((("dataset", "image"), spec.dataset.image))
+    for path, image in images:
+        name, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
+        if "@" in image:
+            continue
+        if not tag or tag == "latest":
+            yield path, (f"{image} {'has no tag' if not tag else 'uses :latest'}; "
+                         f"pin a version tag or a digest ({name or image}:<version>)")
 
 
 _SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,

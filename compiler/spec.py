@@ -6,7 +6,7 @@ import difflib
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from paddlegen.compiler.loader import Document, Path, load_text
 from paddlegen.compiler.problems import Problem, SpecError, dotted
@@ -32,8 +32,15 @@ def schema_text() -> str:
     return json.dumps(user_schema(defaults), indent=2, ensure_ascii=False) + "\n"
 
 
-def load_spec(raw: bytes, filename: str) -> tuple[TrainingSpec, Document]:
-    """Validate a spec file's bytes; raise SpecError with every problem found."""
+class ValidSpec(NamedTuple):
+    spec: TrainingSpec
+    warnings: tuple[Problem, ...]
+
+
+def load_spec(raw: bytes, filename: str, strict: bool = False) -> ValidSpec:
+    """Validate a spec file's bytes; raise SpecError with every problem found.
+
+    Warnings are returned, or with `strict` raised as errors."""
     from paddlegen.compiler.rules import check_rules
 
     document = load_text(raw, filename)
@@ -42,10 +49,12 @@ def load_spec(raw: bytes, filename: str) -> tuple[TrainingSpec, Document]:
         raise SpecError([profile_problem(document, profile)])
     merged = merge(profile_document(profile), document)
     spec = validate(merged, SPEC_MODELS[profile])
-    problems = [problem(merged, path, rule, message) for path, rule, message in check_rules(spec)]
-    if problems:
+    problems = [Problem(merged.position(path), dotted(path), rule, message,
+                        "error" if strict else severity)
+                for path, rule, message, severity in check_rules(spec)]
+    if any(p.severity == "error" for p in problems):
         raise SpecError(problems)
-    return spec, merged
+    return ValidSpec(spec, tuple(problems))
 
 
 def profile_problem(document: Document, profile: object) -> Problem:
@@ -53,7 +62,7 @@ def profile_problem(document: Document, profile: object) -> Problem:
     if profile is None and "profile" not in document.data:
         return Problem(document.position(()), "profile", "required", f"missing; one of {choices}")
     message = f"{profile!r} is not a profile; one of {choices}{did_you_mean(profile, PROFILES)}"
-    return Problem(document.position(("profile",)), "profile", "enum", message)
+    return Problem(document.position(("profile",)), "profile", "bad-value", message)
 
 
 def merge(base: Document, override: Document) -> Document:
@@ -66,7 +75,7 @@ def merge(base: Document, override: Document) -> Document:
 
     # positions of replaced profile values are never looked up: the spec's shadow them
     return Document(merged(base.data, override.data), {**base.values, **override.values},
-                    {**base.keys, **override.keys})
+                    {**base.keys, **override.keys}, {**base.texts, **override.texts})
 
 
 def validate(document: Document, model: type[SpecBase]) -> TrainingSpec:
@@ -89,22 +98,42 @@ def pydantic_problem(document: Document, model: type[SpecBase], error: Any) -> P
     if kind == "missing":
         return Problem(document.key_position(path[:-1]), dotted(path), "required",
                        "required key is missing")
-    return problem(document, path, kind, describe(error))
+    rule = next((name for name, kinds in PYDANTIC_RULES.items() if kind in kinds), "bad-value")
+    return Problem(document.position(path), dotted(path), rule,
+                   describe(error, document.texts.get(path)))
 
 
-def problem(document: Document, path: Path, rule: str, message: str) -> Problem:
-    return Problem(document.position(path), dotted(path), rule, message)
+# The schema's rules (for the reference) and the pydantic error types each one covers.
+SCHEMA_RULES = {
+    "unknown-key": "A key the spec does not define (with a did-you-mean hint).",
+    "required": "A key the profile does not fill in and the spec leaves out.",
+    "wrong-type": "A value of the wrong type: a string for a number, a number for a string "
+                  "(quote account ids), a list for a mapping.",
+    "out-of-range": "A number outside its field's range (ports 1-65535, nodes at least 1, ...).",
+    "bad-format": "A string that does not follow its field's grammar (names, regions, ARNs, "
+                  "quantities, images, paths).",
+    "bad-value": "A value that is not one of the allowed ones (apiVersion, kind, profile).",
+}
+PYDANTIC_RULES = {
+    "wrong-type": {"string_type", "int_type", "bool_type", "model_type", "dict_type",
+                   "model_attributes_type", "int_from_float", "float_type"},
+    "out-of-range": {"greater_than", "greater_than_equal", "less_than", "less_than_equal"},
+    "bad-format": {"string_pattern_mismatch", "string_too_short", "string_too_long"},
+}
 
 
-def describe(error: Any) -> str:
-    """pydantic's message, with the grammar's meaning for pattern errors and the offending value."""
+def describe(error: Any, source: str | None) -> str:
+    """pydantic's message, with the grammar's meaning for pattern errors and the offending value;
+    `source` is the value as written, when YAML read it as something other than a string."""
     kind, value = error["type"], error.get("input")
     if kind == "string_pattern_mismatch":
         meaning = MEANING_BY_REGEX.get(error["ctx"]["pattern"], "the field's pattern")
         return f"{value!r} is not {meaning}"
     message = error["msg"][0].lower() + error["msg"][1:]
-    if kind == "string_type" and isinstance(value, int) and not isinstance(value, bool):
-        return f"{message}: quote it (\"{value}\"); unquoted, YAML reads a number"
+    if kind == "string_type" and source is not None and not isinstance(value, (dict, list)):
+        lost = "; YAML dropped its leading zero" if source.startswith("0") and source != "0" else ""
+        return (f"{message}: write {json.dumps(source)} in quotes; unquoted, YAML reads "
+                f"{json.dumps(value)}{lost}")
     if isinstance(value, (dict, list)):
         return message
     return f"{message} (got {value!r})"

@@ -73,6 +73,35 @@ class KubeAwsCluster(SpecModel):
     worker_root_volume_size: Annotated[
         int | None, Field(ge=1, le=16384, description="Worker root disk, GiB.")
     ] = None
+    # kube-aws's network and DNS settings; unset ones keep kube-aws's defaults.
+    vpc_cidr: Annotated[
+        str | None, text(p.CIDR, "CIDR of the VPC (kube-aws default 10.0.0.0/16).")
+    ] = Field(default=None, alias="vpcCIDR")
+    instance_cidr: Annotated[
+        str | None, text(p.CIDR, "CIDR of the instances' subnet, inside vpcCIDR "
+                         "(default 10.0.0.0/24).")
+    ] = Field(default=None, alias="instanceCIDR")
+    pod_cidr: Annotated[
+        str | None, text(p.CIDR, "CIDR of the pods, outside vpcCIDR (default 10.2.0.0/16).")
+    ] = Field(default=None, alias="podCIDR")
+    service_cidr: Annotated[
+        str | None, text(p.CIDR, "CIDR of the Services, outside vpcCIDR and podCIDR "
+                         "(default 10.3.0.0/24).")
+    ] = Field(default=None, alias="serviceCIDR")
+    dns_service_ip: Annotated[
+        str | None, text(p.IPV4, "Cluster DNS address, inside serviceCIDR (default 10.3.0.10).")
+    ] = Field(default=None, alias="dnsServiceIP")
+    create_record_set: bool | None = Field(
+        default=None, description="Have kube-aws create the Route 53 record of externalDNSName.")
+    hosted_zone: Annotated[
+        str | None, text(p.HOSTNAME, "Route 53 hosted zone name for createRecordSet.")
+    ] = None
+    hosted_zone_id: Annotated[
+        str | None, text(p.HOSTED_ZONE_ID, "Route 53 hosted zone id for createRecordSet.")
+    ] = Field(default=None, alias="hostedZoneId")
+    record_set_ttl: Annotated[
+        int | None, Field(ge=1, description="TTL of the record set, seconds.")
+    ] = Field(default=None, alias="recordSetTTL")
 
 
 class KubeUpCluster(SpecModel):

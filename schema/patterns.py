@@ -10,66 +10,76 @@ class Pattern(NamedTuple):
     meaning: str
 
 
-DNS_LABEL = Pattern(
+def grammar(regex: str, meaning: str) -> Pattern:
+    """A full-string pattern. Python's `$` also matches before a final newline, so "eth0\\n"
+    would pass; the look-ahead refuses it (and means the same to JSON Schema's ECMA regexes)."""
+    assert regex.startswith("^") and regex.endswith("$")
+    return Pattern(regex[:-1] + r"(?!\n)$", meaning)
+
+
+DNS_LABEL = grammar(
     r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
     "a DNS-1123 label: at most 63 lower-case letters, digits and '-', "
     "starting and ending with a letter or digit",
 )
 # Pods are named <job>-<5 random chars>; keep their names (and hostnames) within 63 characters.
-JOB_NAME = Pattern(
+JOB_NAME = grammar(
     r"^[a-z0-9]([-a-z0-9]{0,55}[a-z0-9])?$",
     "a DNS-1123 label of at most 57 characters (pod names add 6): lower-case letters, digits "
     "and '-', starting and ending with a letter or digit",
 )
-DNS_SUBDOMAIN = Pattern(
+DNS_SUBDOMAIN = grammar(
     r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
     "a DNS-1123 subdomain: lower-case letters, digits, '-' and '.'",
 )
-STACK_NAME = Pattern(
+STACK_NAME = grammar(
     r"^[A-Za-z][A-Za-z0-9-]{0,127}$",
     "a CloudFormation stack name: a letter, then up to 127 letters, digits or '-' (no '_')",
 )
-REGION = Pattern(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$", "an AWS region such as us-west-2")
-ZONE = Pattern(
+REGION = grammar(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$", "an AWS region such as us-west-2")
+ZONE = grammar(
     r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9][a-z]$", "an availability zone such as us-west-2a"
 )
-ACCOUNT_ID = Pattern(r"^[0-9]{12}$", "an AWS account id of exactly 12 digits")
-KEY_NAME = Pattern(r"^[\x20-\x7e]{1,255}$", "an EC2 key pair name (1-255 printable ASCII)")
-KMS_KEY_ARN = Pattern(
+ACCOUNT_ID = grammar(r"^[0-9]{12}$", "an AWS account id of exactly 12 digits")
+KEY_NAME = grammar(r"^[\x20-\x7e]{1,255}$", "an EC2 key pair name (1-255 printable ASCII)")
+KMS_KEY_ARN = grammar(
     r"^arn:aws(-[a-z]+)*:kms:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]:[0-9]{12}:key/[A-Za-z0-9-]+$",
     "a KMS key ARN such as arn:aws:kms:us-west-2:123456789012:key/<key-id>",
 )
-HOSTNAME = Pattern(
+HOSTNAME = grammar(
     r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
     r"(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$",
     "a DNS name such as paddle or k8s.example.com",
 )
-S3_URI = Pattern(
+S3_URI = grammar(
     r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]*)?$",
     "an S3 URI such as s3://my-bucket/prefix",
 )
-INSTANCE_TYPE = Pattern(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$", "an EC2 instance type such as m3.large")
-EFS_DNS_NAME = Pattern(
+INSTANCE_TYPE = grammar(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$", "an EC2 instance type such as m3.large")
+EFS_DNS_NAME = grammar(
     r"^fs-[0-9a-f]{8,40}\.efs\.[a-z]{2}(-gov)?-[a-z]+-[0-9]\.amazonaws\.com$",
     "an EFS DNS name such as fs-2cbf7385.efs.us-west-2.amazonaws.com",
 )
-QUANTITY = Pattern(
+QUANTITY = grammar(
     r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$",
     "a Kubernetes quantity such as 50Gi, 100G or 512Mi",
 )
-IMAGE = Pattern(
+IMAGE = grammar(
     r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]|__|-+)?[a-z0-9]*)*"
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$",
     "an image reference such as paddlepaddle/paddle-tutorial:k8s_train",
 )
-NIC = Pattern(r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name such as eth0")
-PATH_SEGMENT = Pattern(
+NIC = grammar(r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name such as eth0")
+PATH_SEGMENT = grammar(
     r"^(?!\.\.?$)[A-Za-z0-9_.-]{1,255}$", "one directory name (no '/' and not '.' or '..')"
 )
-ABSOLUTE_PATH = Pattern(
+ABSOLUTE_PATH = grammar(
     r"^(/(?!\.\.?(/|$))[A-Za-z0-9_.-]+)+$", "an absolute path without '.' or '..' parts"
 )
-KUBE_VERSION = Pattern(r"^1\.[0-9]{1,2}$", "a Kubernetes minor release such as 1.34")
+CIDR = grammar(r"^([0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,2}$", "an IPv4 CIDR such as 10.0.0.0/16")
+IPV4 = grammar(r"^([0-9]{1,3}\.){3}[0-9]{1,3}$", "an IPv4 address such as 10.3.0.10")
+HOSTED_ZONE_ID = grammar(r"^[A-Z0-9]{1,32}$", "a Route 53 hosted zone id such as Z2ABCDEF12345")
+KUBE_VERSION = grammar(r"^1\.[0-9]{1,2}$", "a Kubernetes minor release such as 1.34")
 
 MEANING_BY_REGEX = {
     value.regex: value.meaning for value in list(globals().values()) if isinstance(value, Pattern)

@@ -88,7 +88,7 @@ def test_every_problem_is_reported_on_its_own_line(kube_aws_spec: Path, tmp_path
     assert [ERROR_LINE.match(line)["path"] for line in lines] == [
         "cluster.accountId", "training.nodes", "training.portsNumm"]
     assert "did you mean 'portsNum'?" in lines[2]
-    assert "quote it" in lines[0]
+    assert "write \"123456789012\" in quotes" in lines[0]
 
 
 def test_invalid_spec_does_not_touch_an_existing_tree(

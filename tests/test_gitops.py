@@ -69,7 +69,7 @@ def test_validate_reports_every_file_and_json_gives_data(kube_aws_spec: Path,
     assert result.returncode == 2
     problems = json.loads(result.stdout)
     assert [(p["file"], p["line"], p["column"], p["path"], p["rule"]) for p in problems] == [
-        (str(bad_port), 31, 9, "training.port", "greater_than_equal"),
+        (str(bad_port), 31, 9, "training.port", "out-of-range"),
         (str(bad_key), 36, 3, "training.nics", "unknown-key")]
     assert all(p["message"] and p["severity"] == "error" for p in problems)
 

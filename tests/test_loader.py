@@ -23,8 +23,14 @@ def test_positions_of_values_and_keys() -> None:
     assert document.position(("a", "missing")).line == 2  # nearest written ancestor
 
 
-def test_yaml_1_2_keeps_yes_and_on_as_strings() -> None:
-    assert load_text(b"a: yes\nb: on\nc: true\n", "s").data == {"a": "yes", "b": "on", "c": True}
+def test_quoted_yes_and_on_are_strings_and_plain_ones_are_refused() -> None:
+    assert load_text(b"a: 'yes'\nb: \"on\"\nc: true\n", "s").data == {
+        "a": "yes", "b": "on", "c": True}
+    assert problems(b"a: yes\nb: Off\n") == [
+        "spec.yaml:1:4: a: 'yes' is a string here but a boolean to YAML 1.1 tools (kubectl, "
+        "kube-aws): write true/false, or quote it",
+        "spec.yaml:2:4: b: 'Off' is a string here but a boolean to YAML 1.1 tools (kubectl, "
+        "kube-aws): write true/false, or quote it"]
 
 
 def test_duplicate_keys_are_refused() -> None:
@@ -48,8 +54,13 @@ def test_alias_bomb_is_refused() -> None:
 @pytest.mark.parametrize(("raw", "expected"), [
     (b"", "spec.yaml:1:1: file is empty"),
     (b"- a\n- b\n", "spec.yaml:1:1: the root must be a mapping, not a list"),
-    (b"a: 1\n---\nb: 2\n", "spec.yaml:3:1: expected one YAML document, found 2"),
-    (b"a: [1\n", "spec.yaml:2:1: invalid YAML"),
+    (b"a: 1\n---\nb: 2\n", "spec.yaml:2:1: expected one YAML document, found several"),
+    (b"a: [1\n", "spec.yaml:1:4: invalid YAML: while parsing a flow sequence"),
+    (b"a: 'open\n\n", "spec.yaml:1:4: invalid YAML: while scanning a quoted scalar"),
+    (b"[" * 5000, "spec.yaml:1:65: nested deeper than 64 levels"),
+    (b"a: [" + b"1, " * 200_000 + b"]", "spec.yaml:1:1: more than 10000 YAML nodes"),
+    (b"? [a]\n: b\n", "spec.yaml:1:3: a key that is a collection"),
+    (b"# only a comment\n", "spec.yaml:1:1: file is empty"),
     (b"a: \xff\xfe\n", "spec.yaml:1:4: not UTF-8 text"),
     (b"a: b\x00c\n", "spec.yaml:1:5: binary data"),
     (b"<<: {a: 1}\n", "spec.yaml:1:1: a merge key '<<' is not allowed"),
