@@ -237,6 +237,17 @@ def schema() -> None:
 
 
 @app.command()
+def rules() -> None:
+    """Print the reference of every rule a spec is checked against (Markdown).
+
+    Example: paddlegen rules > docs/rules.md
+    """
+    from paddlegen.compiler.reference import rules_reference
+
+    sys.stdout.write(rules_reference())
+
+
+@app.command()
 def explain(
     spec: SpecArgument,
     output: Annotated[Format, typer.Option("--format", help="text, or json.")] = Format.text,

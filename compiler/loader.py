@@ -26,6 +26,7 @@ _SCALAR_TAGS = {f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "nul
 
 # The rules of this module, for the rules reference.
 LOADER_RULES = {
+    "io": "The file cannot be read (missing, a directory, no permission).",
     "yaml-size": f"The file is larger than {MAX_BYTES} bytes, or holds more than {MAX_NODES} "
                  "YAML nodes once aliases are expanded (an alias bomb).",
     "yaml-depth": f"Collections nested deeper than {MAX_DEPTH} levels.",
@@ -52,16 +53,22 @@ class Document:
     keys: dict[Path, Position] = field(default_factory=dict)
     texts: dict[Path, str] = field(default_factory=dict)  # as written, for non-string scalars
 
+    @property
+    def filename(self) -> str:
+        """The file problems point into: the user's spec, even after merging onto a profile."""
+        return self.values[()].file
+
     def position(self, path: Path) -> Position:
-        """Where `path` was written, or its closest written ancestor."""
+        """Where `path` was written in this file, or its closest ancestor written there."""
         for end in range(len(path), -1, -1):
             found = self.values.get(path[:end])
-            if found is not None:
+            if found is not None and found.file == self.filename:
                 return found
-        return Position(next(iter(self.values.values())).file, 1, 1)
+        return Position(self.filename, 1, 1)
 
     def key_position(self, path: Path) -> Position:
-        return self.keys.get(path) or self.position(path)
+        found = self.keys.get(path)
+        return found if found and found.file == self.filename else self.position(path)
 
 
 def load_text(raw: bytes, filename: str) -> Document:

@@ -71,6 +71,15 @@ def worker_capacity(spec: TrainingSpec) -> Iterator[Violation]:
             f"so one per node; the rest stay Pending); raise workerCount to {nodes}")
 
 
+@rule("job-names")
+def job_names(spec: TrainingSpec) -> Iterator[Violation]:
+    """The data Job and the training Job have different names (one namespace holds both)."""
+    if isinstance(spec, KubeAwsSpec) and spec.dataset.job_name == spec.metadata.name:
+        yield ("dataset", "jobName"), (
+            f"{spec.dataset.job_name!r} is also the training Job's name (metadata.name); "
+            "pick another, such as the default paddle-data")
+
+
 @rule("zone-in-region")
 def zone_in_region(spec: TrainingSpec) -> Iterator[Violation]:
     """availabilityZone lies in region (us-west-2a is in us-west-2)."""
