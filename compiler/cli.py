@@ -87,8 +87,17 @@ CheckOption = Annotated[bool, typer.Option(
     "--check", help="Write nothing; exit 1 with a diff when DIR is not what SPEC compiles to.")]
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="Take over files in DIR that paddlegen did not write.")]
+def supported_release(value: str | None) -> str | None:
+    from paddlegen.compiler.kube_schema import supported_versions
+
+    if value is not None and value not in supported_versions():
+        raise typer.BadParameter(f"no schemas for {value}; one of "
+                                 f"{', '.join(supported_versions())}")
+    return value
+
+
 KubeVersionOption = Annotated[str | None, typer.Option(
-    "--kube-version", metavar="1.N",
+    "--kube-version", metavar="1.N", callback=supported_release,
     help="Check the manifests against this Kubernetes release instead of the spec's.")]
 StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Treat warnings (such as an image without a version tag) as errors.")]

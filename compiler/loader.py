@@ -80,7 +80,8 @@ def load_text(raw: bytes, filename: str) -> Document:
     builder = _Builder(filename)
     data = builder.read(text)
     if not isinstance(data, dict):
-        fail(start, "yaml-root", f"the root must be a mapping, not {type_name(data)}")
+        fail(builder.values.get((), start), "yaml-root",
+             f"the root must be a mapping, not {type_name(data)}")
     if builder.problems:
         raise SpecError(builder.problems)
     return Document(data, builder.values, builder.keys, builder.texts)
@@ -134,8 +135,11 @@ class _Builder:
         try:
             return self.events(self.yaml.parse(io.StringIO(text)))
         except MarkedYAMLError as error:
-            # the context ("while scanning a quoted scalar") marks where the broken thing opened
-            mark = error.context_mark or error.problem_mark
+            # Where the parser failed; but for an unclosed quote or bracket, where it opened
+            # (the context mark), since the failure shows only much later.
+            context = error.context or ""
+            unclosed = "flow" in context or "quoted" in context
+            mark = error.context_mark if unclosed and error.context_mark else error.problem_mark
             what = "; ".join(filter(None, [error.context, error.problem]))
             where = self.where(mark) if mark else Position(self.filename, 1, 1)
             fail(where, "yaml-syntax", f"invalid YAML: {what}")
@@ -249,7 +253,7 @@ class _Builder:
             if event.style is None and self.yaml11_bool(event.value):
                 self.problem(event, path, "yaml-1.1-boolean",
                              f"{event.value!r} is a string here but a boolean to YAML 1.1 tools "
-                             f"(kubectl, kube-aws): write true/false, or quote it")
+                             f"(kubectl, kube-aws): quote it, or write true/false for a boolean")
         else:
             self.texts[path] = event.value
             value = self.construct(tag, event)

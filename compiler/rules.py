@@ -71,6 +71,17 @@ def worker_capacity(spec: TrainingSpec) -> Iterator[Violation]:
             f"so one per node; the rest stay Pending); raise workerCount to {nodes}")
 
 
+@rule("kube-version")
+def kube_version(spec: TrainingSpec) -> Iterator[Violation]:
+    """kubeVersion is a Kubernetes release whose schemas are installed, to check the objects."""
+    from paddlegen.compiler.kube_schema import supported_versions
+
+    available = supported_versions()
+    if spec.kube_version not in available:
+        yield ("kubeVersion",), (
+            f"no schemas for Kubernetes {spec.kube_version}; use one of {', '.join(available)}")
+
+
 @rule("job-names")
 def job_names(spec: TrainingSpec) -> Iterator[Violation]:
     """The data Job and the training Job have different names (one namespace holds both)."""

@@ -28,9 +28,9 @@ def test_quoted_yes_and_on_are_strings_and_plain_ones_are_refused() -> None:
         "a": "yes", "b": "on", "c": True}
     assert problems(b"a: yes\nb: Off\n") == [
         "spec.yaml:1:4: a: 'yes' is a string here but a boolean to YAML 1.1 tools (kubectl, "
-        "kube-aws): write true/false, or quote it",
+        "kube-aws): quote it, or write true/false for a boolean",
         "spec.yaml:2:4: b: 'Off' is a string here but a boolean to YAML 1.1 tools (kubectl, "
-        "kube-aws): write true/false, or quote it"]
+        "kube-aws): quote it, or write true/false for a boolean"]
 
 
 def test_duplicate_keys_are_refused() -> None:
