@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 from enum import Enum
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -39,6 +38,8 @@ class Format(str, Enum):
 
 def show_version(value: bool) -> None:
     if value:
+        from importlib.metadata import version
+
         typer.echo(f"paddlegen {version('paddlegen')}")
         raise typer.Exit()
 

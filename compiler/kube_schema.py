@@ -8,29 +8,36 @@ each kind's validator are built once per process. jsonschema is imported only wh
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
-
-SCHEMA_ROOT = "kubernetes-json-schema"
 
 
 class UnsupportedVersion(ValueError):
     pass
 
 
+@cache
+def _schema_root() -> Path:
+    # The package's data only: importing kubernetes_validate itself would load its validator
+    # and PyYAML (about 80 ms) for nothing.
+    package = importlib.util.find_spec("kubernetes_validate")
+    assert package is not None and package.submodule_search_locations
+    return Path(package.submodule_search_locations[0]) / "kubernetes-json-schema"
+
+
+@cache
 def supported_versions() -> list[str]:
-    root = resources.files("kubernetes_validate").joinpath(SCHEMA_ROOT)
-    found = {m.group(1) for entry in root.iterdir()
+    found = {m.group(1) for entry in _schema_root().iterdir()
              if (m := re.fullmatch(r"v(1\.\d+)\.0-local-strict", entry.name))}
     return sorted(found, key=lambda v: tuple(map(int, v.split("."))))
 
 
-def _schema_dir(kube_version: str) -> Any:
-    directory = resources.files("kubernetes_validate").joinpath(
-        SCHEMA_ROOT, f"v{kube_version}.0-local-strict")
+def _schema_dir(kube_version: str) -> Path:
+    directory = _schema_root() / f"v{kube_version}.0-local-strict"
     if not directory.is_dir():
         raise UnsupportedVersion(
             f"no Kubernetes {kube_version} schemas installed; "
@@ -42,7 +49,7 @@ def _schema_dir(kube_version: str) -> Any:
 def _registry(kube_version: str) -> Any:
     from referencing import Registry, Resource
 
-    definitions = json.loads(_schema_dir(kube_version).joinpath("_definitions.json").read_bytes())
+    definitions = json.loads((_schema_dir(kube_version) / "_definitions.json").read_bytes())
     return Resource.from_contents(definitions) @ Registry()
 
 
@@ -52,7 +59,7 @@ def _validator(kube_version: str, api_version: str, kind: str) -> Any:
 
     # rbac.authorization.k8s.io/v1 -> rbac-v1; v1 -> v1
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    path = _schema_dir(kube_version).joinpath(f"{kind.lower()}-{group_version}.json")
+    path = _schema_dir(kube_version) / f"{kind.lower()}-{group_version}.json"
     schema = json.loads(path.read_bytes())
     return Draft202012Validator(schema, registry=_registry(kube_version))
 
