@@ -13,6 +13,7 @@ from paddlegen.compiler.render import to_json, to_yaml, yaml_stream
 from paddlegen.compiler.spec import load_spec
 
 MANIFEST = ".paddlegen-manifest"
+K8S_DIR = "k8s"
 KUSTOMIZATION = "kustomization.yaml"
 
 RBAC = (kube_objects.service_account, kube_objects.pod_reader_role,
@@ -82,9 +83,7 @@ class Build:
 def build(raw: bytes, filename: str, kube_version: str | None = None,
           strict: bool = False) -> Build:
     """Compile a spec file's bytes. Raises SpecError or ManifestError."""
-    spec, warnings = load_spec(raw, filename, strict)
-    if kube_version:
-        spec = spec.model_copy(update={"kube_version": kube_version})
+    spec, warnings = load_spec(raw, filename, strict, kube_version)
     plan = derive(spec)
     manifests = tuple(manifest_files(plan))
     check_manifests(manifests, spec.kube_version)
@@ -94,8 +93,8 @@ def build(raw: bytes, filename: str, kube_version: str | None = None,
 
 def manifest_files(plan: Plan) -> list[Manifest]:
     objects = [builder(plan) for builder in PROFILE_ARTIFACTS[plan.spec.profile].objects]
-    return [Manifest(f"k8s/{index:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", obj)
-            for index, obj in enumerate(objects, start=1)]
+    return [Manifest(f"{K8S_DIR}/{i:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", obj)
+            for i, obj in enumerate(objects, start=1)]
 
 
 def check_manifests(manifests: tuple[Manifest, ...], kube_version: str) -> None:
@@ -131,7 +130,3 @@ def kustomization(paths: list[str]) -> dict[str, Any]:
 def manifest_text(paths: list[str]) -> str:
     header = "# Files paddlegen wrote here and may replace or remove; it touches no other file.\n"
     return header + "".join(f"{path}\n" for path in paths)
-
-
-def owned_paths(manifest: str) -> set[str]:
-    return {line for line in manifest.splitlines() if line and not line.startswith("#")}

@@ -7,6 +7,7 @@ Diagnostics go to stderr; stdout carries only what was asked for (manifests, sch
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -63,13 +64,28 @@ def is_spec(raw: bytes) -> bool:
 
 
 def read_spec(path: Path) -> bytes:
-    if str(path) == "-":
-        return sys.stdin.buffer.read()
+    """The file's bytes, or its first MAX_BYTES + 1: enough for the loader to refuse it."""
+    from paddlegen.compiler.loader import MAX_BYTES
+
     try:
-        return path.read_bytes()
+        if str(path) == "-":
+            return sys.stdin.buffer.read(MAX_BYTES + 1)
+        with open(path, "rb") as handle:
+            return handle.read(MAX_BYTES + 1)
     except OSError as error:
         raise SpecError([Problem(Position(str(path), 1, 1), "", "io",
                                  error.strerror or str(error))]) from None
+
+
+def write_stdout(text: str) -> None:
+    try:
+        # UTF-8 bytes whatever the locale: output is the same on every machine
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as error:
+        raise fail(f"cannot write to stdout: {error.strerror or error}") from None
 
 
 def report(problems: list[Problem], output: Format) -> None:
@@ -104,13 +120,13 @@ StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Treat warnings (such as an image without a version tag) as errors.")]
 
 
-def compiled(spec: Path, raw: bytes, kube_version: str | None = None,
+def compiled(spec: Path, raw: bytes | None = None, kube_version: str | None = None,
              strict: bool = False) -> Build | None:
     """The build of one spec, or None after reporting why there is none; warnings to stderr."""
     from paddlegen.compiler.build import ManifestError, build
 
     try:
-        result = build(raw, str(spec), kube_version, strict)
+        result = build(read_spec(spec) if raw is None else raw, str(spec), kube_version, strict)
     except SpecError as error:
         report(list(error.problems), Format.text)
         return None
@@ -134,31 +150,29 @@ def build(
 
     Example: paddlegen build golden/kube-aws/spec.yaml -o out/
     """
-    from paddlegen.compiler.writer import OwnershipError, drift, write_tree
+    from paddlegen.compiler.writer import WriteError, drift, write_tree
 
-    try:
-        result = compiled(spec, read_spec(spec), kube_version, strict)
-    except SpecError as error:  # unreadable file
-        report(list(error.problems), Format.text)
-        result = None
+    if not output:
+        raise fail("-o needs a directory, or - for stdout")
+    if check and output == "-":
+        raise fail("--check needs an output directory, not -")
+    result = compiled(spec, kube_version=kube_version, strict=strict)
     if result is None:
         raise typer.Exit(EXIT_INVALID)
     if output == "-":
-        if check:
-            raise fail("--check needs an output directory, not -")
-        sys.stdout.write(result.stream())
+        write_stdout(result.stream())
         return
     out_dir = Path(output)
-    if check:
-        diff = drift(out_dir, result.artifacts)
-        if diff:
-            sys.stdout.write(diff)
-            typer.echo(f"paddlegen: {out_dir} is not what {spec} compiles to", err=True)
-            raise typer.Exit(EXIT_DRIFT)
-        return
     try:
+        if check:
+            diff = drift(out_dir, result.artifacts)
+            if diff:
+                write_stdout(diff)
+                typer.echo(f"paddlegen: {out_dir} is not what {spec} compiles to", err=True)
+                raise typer.Exit(EXIT_DRIFT)
+            return
         removed = write_tree(out_dir, result.artifacts, force=force)
-    except OwnershipError as error:
+    except WriteError as error:
         raise fail(str(error)) from None
     for path in removed:
         typer.echo(f"removed stale {out_dir / path}", err=True)
@@ -173,9 +187,35 @@ FormatOption = Annotated[Format, typer.Option(
     "--format", help="text on stderr, or json: the problems as data on stdout.")]
 
 
-def selected(specs: list[Path], only_specs: bool) -> list[tuple[Path, bytes]]:
-    chosen = [(spec, read_spec(spec)) for spec in specs]
-    return [(spec, raw) for spec, raw in chosen if is_spec(raw) or not only_specs]
+def readable(specs: list[Path], only_specs: bool) -> tuple[list[tuple[Path, bytes]],
+                                                            list[Problem]]:
+    """Each spec's bytes (skipping non-specs when asked), and the problems of unreadable ones."""
+    found, problems = [], []
+    for spec in specs:
+        try:
+            raw = read_spec(spec)
+        except SpecError as error:
+            problems.extend(error.problems)
+            continue
+        if is_spec(raw) or not only_specs:
+            found.append((spec, raw))
+    return found, problems
+
+
+def discover_specs(root: Path) -> list[Path]:
+    """Specs under root that keep their tree in an out/ beside them (for `check` alone)."""
+    skip = {"out", "node_modules", "__pycache__"}
+    found = []
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = sorted(d for d in subdirectories
+                                   if not d.startswith(".") and d not in skip)
+        for name in sorted(files):
+            path = Path(directory) / name
+            if path.suffix in (".yaml", ".yml") and (path.parent / "out").is_dir():
+                with open(path, "rb") as handle:
+                    if is_spec(handle.read(4096)):
+                        found.append(path.relative_to(root) if root == Path() else path)
+    return found
 
 
 @app.command()
@@ -191,23 +231,22 @@ def validate(
     """
     from paddlegen.compiler.spec import load_spec
 
-    problems: list[Problem] = []
-    try:
-        for spec, raw in selected(specs, only_specs):
-            try:
-                problems.extend(load_spec(raw, str(spec), strict).warnings)
-            except SpecError as error:
-                problems.extend(error.problems)
-    except SpecError as error:  # unreadable file
-        problems.extend(error.problems)
-    report(problems, output)
+    found, problems = readable(specs, only_specs)
+    for spec, raw in found:
+        try:
+            problems.extend(load_spec(raw, str(spec), strict).warnings)
+        except SpecError as error:
+            problems.extend(error.problems)
+    report(sorted(problems, key=lambda p: (p.position, p.path)), output)
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(EXIT_INVALID)
 
 
 @app.command()
 def check(
-    specs: SpecsArgument,
+    specs: Annotated[list[Path] | None, typer.Argument(
+        metavar="[SPEC...]", help="Spec files; none: every spec below the current directory "
+        "with an out/ beside it.", show_default=False)] = None,
     only_specs: OnlySpecsOption = False,
     strict: StrictOption = False,
 ) -> None:
@@ -218,17 +257,24 @@ def check(
 
     Example: paddlegen check golden/*/spec.yaml
     """
-    from paddlegen.compiler.writer import drift
+    from paddlegen.compiler.writer import WriteError, drift
 
-    drifted = invalid = False
-    for spec, raw in selected(specs, only_specs):
+    found, unreadable = readable(specs or discover_specs(Path()), only_specs)
+    report(unreadable, Format.text)
+    drifted, invalid = False, bool(unreadable)
+    for spec, raw in found:
         result = compiled(spec, raw, strict=strict)
         if result is None:
             invalid = True
             continue
-        diff = drift(spec.parent / "out", result.artifacts)
+        try:
+            diff = drift(spec.parent / "out", result.artifacts)
+        except WriteError as error:
+            typer.echo(f"paddlegen: {error}", err=True)
+            invalid = True
+            continue
         if diff:
-            sys.stdout.write(diff)
+            write_stdout(diff)
             typer.echo(f"paddlegen: {spec.parent / 'out'} is not what {spec} compiles to", err=True)
             drifted = True
     if invalid or drifted:
@@ -243,7 +289,7 @@ def schema() -> None:
     """
     from paddlegen.compiler.spec import schema_text
 
-    sys.stdout.write(schema_text())
+    write_stdout(schema_text())
 
 
 @app.command()
@@ -254,7 +300,7 @@ def rules() -> None:
     """
     from paddlegen.compiler.reference import rules_reference
 
-    sys.stdout.write(rules_reference())
+    write_stdout(rules_reference())
 
 
 @app.command()
@@ -275,8 +321,8 @@ def explain(
     except SpecError as error:
         report(list(error.problems), Format.text)
         raise typer.Exit(EXIT_INVALID) from None
-    sys.stdout.write(json.dumps(facts, indent=2) + "\n" if output is Format.json
-                     else explanation_text(facts))
+    write_stdout(json.dumps(facts, indent=2) + "\n" if output is Format.json
+                 else explanation_text(facts))
 
 
 @app.command()
@@ -296,7 +342,7 @@ def init(
     starter = resources.files("paddlegen.compiler").joinpath("starters", f"{profile}.yaml")
     if not starter.is_file():
         raise fail(f"no starter for profile {profile!r}")
-    sys.stdout.write(f"# yaml-language-server: $schema={schema_url}\n" + starter.read_text("utf-8"))
+    write_stdout(f"# yaml-language-server: $schema={schema_url}\n" + starter.read_text("utf-8"))
 
 
 def main() -> None:

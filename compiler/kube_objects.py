@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from paddlegen.compiler.plan import DATA_MOUNT, EFS_MOUNT_OPTIONS, VOLUME_NAME, Plan
@@ -28,7 +29,7 @@ def persistent_volume(plan: Plan) -> Object:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": metadata(plan, storage.claim_name, namespaced=False, component="storage"),
+        "metadata": metadata(plan, plan.volume_name, namespaced=False, component="storage"),
         "spec": {
             "capacity": {"storage": storage.capacity},
             "accessModes": ["ReadWriteMany"],
@@ -52,7 +53,7 @@ def persistent_volume_claim(plan: Plan) -> Object:
             "accessModes": ["ReadWriteMany"],
             # "" stops a default StorageClass from provisioning a volume of its own
             "storageClassName": "",
-            "volumeName": storage.claim_name,
+            "volumeName": plan.volume_name,
             "resources": {"requests": {"storage": storage.request}},
         },
     }
@@ -143,8 +144,17 @@ def training_job(plan: Plan) -> Object:
                   for port in plan.ports],
         "volumeMounts": [{"name": VOLUME_NAME, "mountPath": t.job_path}],
     }
+    # Applied all at once (kubectl apply -k, GitOps), the trainers would start before the data
+    # Job has written the last part; the entry point would fail and the retried pods get new IPs,
+    # and so new trainer ids. Waiting here keeps `create` in any order safe.
+    wait = (f"until [ -d {shlex.quote(plan.data_ready_dir)} ]; do "
+            f"echo waiting for {shlex.quote(plan.data_ready_dir)}; sleep 10; done")
+    wait_for_data = {"name": "wait-for-data", "image": t.image,
+                     "command": ["/bin/bash", "-c", wait],
+                     "volumeMounts": container["volumeMounts"]}
     return job(plan, plan.name, "trainer", {
         "serviceAccountName": plan.service_account,
+        "initContainers": [wait_for_data],
         "containers": [container],
         "volumes": [shared_volume(plan)],
     }, parallelism=plan.trainers)
@@ -170,15 +180,16 @@ def local_training_job(plan: Plan) -> Object:
 
 
 def job(plan: Plan, name: str, component: str, pod_spec: Object, parallelism: int = 1) -> Object:
+    meta = metadata(plan, name, component=component)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": metadata(plan, name, component=component),
+        "metadata": meta,
         "spec": {
             "parallelism": parallelism,
             "completions": parallelism,
             "template": {
-                "metadata": {"labels": metadata(plan, name, component=component)["labels"]},
+                "metadata": {"labels": dict(meta["labels"])},
                 "spec": {**pod_spec, "restartPolicy": "Never"},
             },
         },

@@ -35,6 +35,8 @@ class Plan:
     data_out_dir: str | None  # where the data Job writes, as it sees it (kube-aws)
     service_account: str
     pod_reader_role: str
+    volume_name: str | None  # the EFS PersistentVolume: cluster-wide, so named per namespace
+    data_ready_dir: str | None  # the last data part: trainers start once it exists
     worker_count: int | None
     region: str | None
     s3_bucket: str | None
@@ -64,7 +66,8 @@ def derive(spec: TrainingSpec) -> Plan:
                  "log_period": t.log_period, "num_passes": t.num_passes, "use_gpu": t.use_gpu,
                  "show_parameter_stats_period": t.show_parameter_stats_period,
                  "test_all_data_in_one_period": t.test_all_data_in_one_period}
-        return Plan(**common, trainers=1, ports=(), gradient_servers=1,
+        return Plan(**common, trainers=1, ports=(), gradient_servers=1, volume_name=None,
+                    data_ready_dir=None,
                     output_dir=t.save_dir, job_dir=t.work_dir, data_out_dir=None,
                     worker_count=None, region=None, s3_bucket=None,
                     trainer_flags=tuple(f"--{flag}={gflag(value)}"
@@ -80,6 +83,9 @@ def derive(spec: TrainingSpec) -> Plan:
         output_dir=f"{job_dir}/output",
         job_dir=job_dir,
         data_out_dir=f"{DATA_MOUNT}/{name}" if isinstance(spec, KubeAwsSpec) else None,
+        volume_name=(f"{spec.metadata.namespace}-{spec.storage.claim_name}"
+                     if isinstance(spec, KubeAwsSpec) else None),
+        data_ready_dir=f"{job_dir}/{t.nodes - 1}/data",
         worker_count=cluster.worker_count or t.nodes,
         region=cluster.region or cluster.availability_zone[:-1],
         s3_bucket=cluster.s3_uri.removeprefix("s3://").split("/")[0],

@@ -28,7 +28,7 @@ class Problem:
         where = f"{self.position.file}:{self.position.line}:{self.position.column}"
         what = f"{self.path}: {self.message}" if self.path else self.message
         prefix = "warning: " if self.severity == "warning" else ""
-        return f"{where}: {prefix}{what}"
+        return f"{where}: {prefix}{what} [{self.rule}]"
 
     def as_dict(self) -> dict[str, object]:
         return {**asdict(self.position), "path": self.path, "rule": self.rule,

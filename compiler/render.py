@@ -35,6 +35,7 @@ def _dumper() -> Any:
     yaml.sort_base_mapping_type_on_output = False  # the builders' key order is the output's
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 4096  # never fold long values
+    yaml.representer.ignore_aliases = lambda _data: True  # shared values: write them out again
     yaml.representer.add_representer(str, represent_str)
     yaml.representer.add_representer(Quoted, represent_str)
     return yaml

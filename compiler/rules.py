@@ -36,7 +36,7 @@ def check_rules(spec: TrainingSpec) -> list[tuple[Path, str, str, Severity]]:
 
 @rule("port-range")
 def port_range(spec: TrainingSpec) -> Iterator[Violation]:
-    """The pserver ports port … port+portsNum+portsNumForSparse-1 all fit below 65536."""
+    """The pserver ports port ... port+portsNum+portsNumForSparse-1 all fit below 65536."""
     if isinstance(spec, LocalSpec):
         return
     t = spec.training
@@ -86,9 +86,9 @@ def kube_version(spec: TrainingSpec) -> Iterator[Violation]:
 def job_names(spec: TrainingSpec) -> Iterator[Violation]:
     """The data Job and the training Job have different names (one namespace holds both)."""
     if isinstance(spec, KubeAwsSpec) and spec.dataset.job_name == spec.metadata.name:
-        yield ("dataset", "jobName"), (
-            f"{spec.dataset.job_name!r} is also the training Job's name (metadata.name); "
-            "pick another, such as the default paddle-data")
+        yield ("metadata", "name"), (
+            f"{spec.metadata.name!r} is also the data Job's name (dataset.jobName); "
+            "rename the training job, or set dataset.jobName to another name")
 
 
 @rule("zone-in-region")
@@ -159,7 +159,7 @@ def kube_aws_network(spec: TrainingSpec) -> Iterator[Violation]:
     nets = {}
     for key in ("vpcCIDR", "instanceCIDR", "podCIDR", "serviceCIDR"):
         try:
-            nets[key] = ipaddress.IPv4Network(values[key])
+            nets[key] = ipaddress.IPv4Network(values[key], strict=False)  # as Go's ParseCIDR
         except ValueError as error:
             yield ("cluster", key), f"{values[key]} is not a network: {error}"
     if len(nets) < 4:

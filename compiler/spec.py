@@ -37,10 +37,12 @@ class ValidSpec(NamedTuple):
     warnings: tuple[Problem, ...]
 
 
-def load_spec(raw: bytes, filename: str, strict: bool = False) -> ValidSpec:
+def load_spec(raw: bytes, filename: str, strict: bool = False,
+              kube_version: str | None = None) -> ValidSpec:
     """Validate a spec file's bytes; raise SpecError with every problem found.
 
-    Warnings are returned, or with `strict` raised as errors."""
+    Warnings are returned, or with `strict` raised as errors. `kube_version` overrides the
+    spec's kubeVersion (the command line's --kube-version)."""
     from paddlegen.compiler.rules import check_rules
 
     document = load_text(raw, filename)
@@ -49,6 +51,8 @@ def load_spec(raw: bytes, filename: str, strict: bool = False) -> ValidSpec:
         raise SpecError([profile_problem(document, profile)])
     merged = merge(profile_document(profile), document)
     spec = validate(merged, SPEC_MODELS[profile])
+    if kube_version:
+        spec = spec.model_copy(update={"kube_version": kube_version})
     problems = [Problem(merged.position(path), dotted(path), rule, message,
                         "error" if strict else severity)
                 for path, rule, message, severity in check_rules(spec)]

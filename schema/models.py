@@ -141,7 +141,8 @@ class EfsStorage(SpecModel):
 
     efs: EfsSettings = Field(description="The EFS file system.")
     claim_name: Annotated[
-        str, text(p.DNS_SUBDOMAIN, "Name of the PersistentVolumeClaim (and of its volume).")
+        str, text(p.DNS_LABEL, "Name of the PersistentVolumeClaim; its volume is "
+                  "<namespace>-<claimName>.")
     ]
     capacity: Annotated[str, text(p.QUANTITY, "Capacity of the PersistentVolume, e.g. 100Gi.")]
     request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]

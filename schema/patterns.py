@@ -64,9 +64,14 @@ QUANTITY = grammar(
     r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$",
     "a Kubernetes quantity such as 50Gi, 100G or 512Mi",
 )
+# The distribution reference grammar: [domain[:port]/]component(/component)*[:tag][@digest]
+# (a first part is a domain only with a '.', a port, or as localhost; else it is a component)
+_HOST = r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+_DOMAIN = rf"(localhost(:[0-9]+)?|{_HOST}(\.{_HOST})+(:[0-9]+)?|{_HOST}:[0-9]+)"
+_COMPONENT = r"[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*"
 IMAGE = grammar(
-    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]|__|-+)?[a-z0-9]*)*"
-    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$",
+    rf"^({_DOMAIN}/)?{_COMPONENT}(/{_COMPONENT})*(:[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    r"(@sha256:[a-f0-9]{64})?$",
     "an image reference such as paddlepaddle/paddle-tutorial:k8s_train",
 )
 NIC = grammar(r"^[A-Za-z0-9_.:-]{1,15}$", "a network interface name such as eth0")

@@ -178,3 +178,47 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert run_cli("build").returncode == 2
     assert run_cli("build", tmp_path / "missing.yaml", "-o", "-").returncode == 2
     assert run_cli("frobnicate").returncode == 2
+
+
+def test_an_unreadable_file_does_not_hide_the_others(kube_aws_spec: Path, tmp_path: Path) -> None:
+    bad = edited(kube_aws_spec, tmp_path, "port: 7164", "port: 0")
+    result = run_cli("validate", tmp_path / "missing.yaml", bad, tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert any(line.startswith(f"{tmp_path / 'missing.yaml'}:1:1: ") for line in lines)
+    assert any(line.startswith(f"{bad}:31:9: training.port: ") for line in lines)
+    assert any(line.startswith(f"{tmp_path}:1:1: ") for line in lines)  # a directory
+    checked = run_cli("check", tmp_path / "missing.yaml", kube_aws_spec)
+    assert checked.returncode == 2 and "Traceback" not in checked.stderr
+
+
+def test_endless_input_is_refused_after_reading_one_mebibyte() -> None:
+    result = run_cli("validate", "/dev/zero")
+    assert result.returncode == 2
+    assert "a spec may be at most 1048576" in result.stderr
+
+
+def test_spec_from_stdin(kube_aws_spec: Path) -> None:
+    result = run_cli("build", "-", "-o", "-", stdin=kube_aws_spec.read_bytes())
+    assert result.returncode == 0 and "kind: Job" in result.stdout
+
+
+def test_contradictory_output_options_are_refused_before_compiling(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    assert "needs an output directory" in run_cli("build", "--check", kube_aws_spec,
+                                                  "-o", "-").stderr
+    empty = run_cli("build", kube_aws_spec, "-o", "", cwd=tmp_path)
+    assert empty.returncode == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_check_alone_finds_every_spec_with_an_out_tree(kube_aws_spec: Path,
+                                                      tmp_path: Path) -> None:
+    (tmp_path / "team").mkdir()
+    spec = tmp_path / "team" / "spec.yaml"
+    shutil.copy(kube_aws_spec, spec)
+    (tmp_path / "unbuilt.yaml").write_text(kube_aws_spec.read_text())  # no out/: not checked
+    assert run_cli("build", spec, "-o", tmp_path / "team" / "out").returncode == 0
+    assert run_cli("check", cwd=tmp_path).returncode == 0
+    (tmp_path / "team" / "out" / "RUNBOOK.md").write_text("edited by hand\n")
+    drifted = run_cli("check", cwd=tmp_path)
+    assert drifted.returncode == 1 and "RUNBOOK.md" in drifted.stdout

@@ -53,10 +53,78 @@ def test_a_build_failing_while_staging_leaves_the_previous_tree(
         real_fsync(fd)
 
     monkeypatch.setattr(writer.os, "fsync", failing_fsync)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(writer.WriteError, match="No space left"):
         writer.write_tree(out, changed.artifacts)
     assert tree(out) == before
     assert [p.name for p in out.iterdir() if p.name.startswith(".paddlegen-staging")] == []
+
+
+def test_a_build_failing_while_moving_files_in_puts_everything_back(
+        kube_aws_spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    writer.write_tree(out, build(kube_aws_spec.read_bytes(), "spec.yaml").artifacts)
+    before = tree(out)
+    renamed = build(kube_aws_spec.read_bytes().replace(b"name: paddle-cluster-job",
+                                                       b"name: renamed-job"), "spec.yaml")
+    real_replace, calls = writer.os.replace, []
+
+    def failing_replace(source: object, target: object) -> None:
+        calls.append(target)
+        if len(calls) == 9:
+            raise OSError(5, "Input/output error")
+        real_replace(source, target)
+
+    monkeypatch.setattr(writer.os, "replace", failing_replace)
+    with pytest.raises(writer.WriteError, match="Input/output error"):
+        writer.write_tree(out, renamed.artifacts)
+    assert tree(out) == before
+
+
+def test_paths_in_the_way_are_refused_before_anything_changes(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "k8s").write_text("a file where a directory goes")
+    result = run_cli("build", kube_aws_spec, "-o", out, "--force")
+    assert result.returncode == 2
+    assert "k8s is not a directory" in result.stderr and "Traceback" not in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["k8s"]
+    (out / "k8s").unlink()
+    (tmp_path / "elsewhere").mkdir()
+    (out / "k8s").symlink_to(tmp_path / "elsewhere")
+    result = run_cli("build", kube_aws_spec, "-o", out)
+    assert result.returncode == 2 and "k8s is not a directory" in result.stderr
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    assert sorted(p.name for p in out.iterdir()) == ["k8s"]
+
+
+def test_a_hand_edited_manifest_cannot_make_a_build_delete_files(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (tmp_path / "victim").write_text("keep me")
+    (out / "notes").mkdir(parents=True)
+    assert run_cli("build", kube_aws_spec, "-o", out).returncode == 0
+    with open(out / ".paddlegen-manifest", "a") as manifest:
+        manifest.write("./RUNBOOK.md\nk8s//07-job-paddle-cluster-job.yaml\n../victim\n"
+                       "/etc/hostname\nnotes\n")
+    result = run_cli("build", kube_aws_spec, "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert "removed" not in result.stderr
+    assert (tmp_path / "victim").read_text() == "keep me"
+    assert (out / "notes").is_dir()
+    assert run_cli("build", "--check", kube_aws_spec, "-o", out).returncode == 0
+    (out / ".paddlegen-manifest").write_bytes(b"\xff\xfe")
+    result = run_cli("build", kube_aws_spec, "-o", out)
+    assert result.returncode == 2 and "cannot read" in result.stderr
+
+
+def test_check_counts_foreign_files_in_k8s_as_drift(kube_aws_spec: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run_cli("build", kube_aws_spec, "-o", out)
+    (out / "k8s" / "99-extra.yaml").write_text("kind: Secret\n")
+    result = run_cli("build", "--check", kube_aws_spec, "-o", out)
+    assert result.returncode == 1
+    assert "-kind: Secret" in result.stdout
 
 
 def test_validate_reports_every_file_and_json_gives_data(kube_aws_spec: Path,

@@ -53,7 +53,7 @@ def test_build_fails_naming_the_file_and_object() -> None:
     with pytest.raises(ManifestError) as raised:
         check_manifests((manifest,), KUBE_VERSION)
     [line] = raised.value.lines
-    assert line.startswith(f"{manifest.path}: PersistentVolume/efsvol: spec: ")
+    assert line.startswith(f"{manifest.path}: PersistentVolume/default-efsvol: spec: ")
     assert "strict" in line
 
 

@@ -28,14 +28,14 @@ def test_quoted_yes_and_on_are_strings_and_plain_ones_are_refused() -> None:
         "a": "yes", "b": "on", "c": True}
     assert problems(b"a: yes\nb: Off\n") == [
         "spec.yaml:1:4: a: 'yes' is a string here but a boolean to YAML 1.1 tools (kubectl, "
-        "kube-aws): quote it, or write true/false for a boolean",
+        "kube-aws): quote it, or write true/false for a boolean [yaml-1.1-boolean]",
         "spec.yaml:2:4: b: 'Off' is a string here but a boolean to YAML 1.1 tools (kubectl, "
-        "kube-aws): quote it, or write true/false for a boolean"]
+        "kube-aws): quote it, or write true/false for a boolean [yaml-1.1-boolean]"]
 
 
 def test_duplicate_keys_are_refused() -> None:
     assert problems(b"a: 1\nb: 2\na: 3\n") == [
-        "spec.yaml:3:1: a: duplicate key (first defined at line 1)"]
+        "spec.yaml:3:1: a: duplicate key (first defined at line 1) [yaml-duplicate-key]"]
 
 
 def test_object_constructing_tags_are_refused() -> None:

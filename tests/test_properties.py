@@ -16,7 +16,9 @@ from paddlegen.compiler.problems import SpecError
 
 REGIONS = ["us-west-2", "us-east-1", "eu-west-1", "ap-southeast-2", "sa-east-1"]
 IMAGES = ["paddlepaddle/paddle-tutorial:k8s_train", "registry.example.com:5000/team/paddle:v1.2",
-          "mypaddle/paddle:quickstart", "paddle@sha256:" + "a" * 64]
+          "mypaddle/paddle:quickstart", "paddle@sha256:" + "a" * 64,
+          "gcr.io/my-project/paddle_train-v2:1.0", "localhost:5000/a/b-c-d:1",
+          "myorg/paddle-k8s-train:v1"]
 labels = st.from_regex(r"\A[a-z][a-z0-9-]{0,20}[a-z0-9]\Z")
 settings.register_profile("paddlegen", deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -63,7 +63,7 @@ def test_aws_values_must_agree(old: str, new: str, path: str, rule: str) -> None
      "overlaps podCIDR"),
     ("  dnsServiceIP: 10.4.0.10\n", "cluster.dnsServiceIP", "outside serviceCIDR"),
     ("  dnsServiceIP: 10.3.0.1\n", "cluster.dnsServiceIP", "kubernetes Service"),
-    ("  vpcCIDR: 10.0.0.1/16\n", "cluster.vpcCIDR", "not a network"),
+    ("  vpcCIDR: 10.0.0.0/33\n", "cluster.vpcCIDR", "not a network"),
     ("  createRecordSet: true\n", "cluster.createRecordSet", "neither is set"),
     ("  createRecordSet: true\n  hostedZone: example.com\n  hostedZoneId: Z123\n",
      "cluster.createRecordSet", "both are set"),

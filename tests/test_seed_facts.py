@@ -6,6 +6,7 @@ A golden file regenerated from a wrong compiler would still match itself; these 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -71,6 +72,19 @@ def test_training_ports_are_7164_to_7167_on_host_and_container(objects: dict) ->
         ("jobport2", 7166, 7166), ("jobport3", 7167, 7167)]
 
 
+def test_trainers_wait_for_the_last_data_part(objects: dict) -> None:
+    pod = objects[("Job", "paddle-cluster-job")]["spec"]["template"]["spec"]
+    [wait] = pod["initContainers"]
+    assert "[ -d /home/jobpath/paddle-cluster-job/2/data ]" in wait["command"][-1]
+    assert wait["volumeMounts"] == container(objects[("Job", "paddle-cluster-job")])[
+        "volumeMounts"]
+
+
+def test_no_yaml_anchors_in_any_output() -> None:
+    for path in GOLDEN.glob("*/out/**/*.yaml"):
+        assert not re.search(r"[&*]id\d+", path.read_text()), path
+
+
 def test_claim_is_mounted_at_job_path(objects: dict) -> None:
     job = objects[("Job", "paddle-cluster-job")]
     [volume] = job["spec"]["template"]["spec"]["volumes"]
@@ -88,8 +102,9 @@ def test_data_job_splits_into_one_part_per_trainer(objects: dict) -> None:
 
 
 def test_claim_binds_exactly_the_efs_volume(objects: dict) -> None:
-    pv = objects[("PersistentVolume", "efsvol")]
+    [pv] = [o for (kind, _), o in objects.items() if kind == "PersistentVolume"]
     pvc = objects[("PersistentVolumeClaim", "efsvol")]
+    assert pv["metadata"]["name"] == "default-efsvol"  # cluster-wide: one per namespace
     assert pv["spec"]["nfs"] == {"server": "fs-2cbf7385.efs.us-west-2.amazonaws.com", "path": "/"}
     assert pv["spec"]["capacity"] == {"storage": "100Gi"}
     assert pv["spec"]["accessModes"] == pvc["spec"]["accessModes"] == ["ReadWriteMany"]
