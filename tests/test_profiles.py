@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +94,38 @@ def test_kube_up_runbook_attaches_nine_policies_without_kms() -> None:
 def test_runbook_names_only_files_of_its_tree(spec: Path) -> None:
     out = spec.parent / "out"
     runbook = (out / "RUNBOOK.md").read_text()
-    named = set(re.findall(r"(?<![\w/])(?:\.\./)?((?:aws|k8s)/[\w./-]+\.(?:yaml|json|env))",
+    named = set(re.findall(r"(?<![\w/])(?:\$OUT/)?((?:aws|k8s)/[\w./-]+\.(?:yaml|json|env))",
                            runbook))
     assert named, "the runbook names no file"
     assert {p for p in named if not (out / p).is_file()} == set()
     manifests = sorted(p.relative_to(out).as_posix() for p in (out / "k8s").glob("*.yaml"))
-    creates = re.findall(r"kubectl .*create -f (?:\.\./)?(k8s/\S+)", runbook)
+    creates = re.findall(r'kubectl create -f "\$OUT/(k8s/[^"]+)"', runbook)
     assert creates == manifests  # every object, in apply order
+
+
+@pytest.mark.parametrize("spec", GOLDEN_SPECS, ids=lambda p: p.parent.name)
+def test_runbook_commands_are_valid_shell(spec: Path) -> None:
+    runbook = (spec.parent / "out" / "RUNBOOK.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", runbook, re.S)
+    assert blocks
+    for block in blocks:
+        checked = subprocess.run(["bash", "-n"], input=block, text=True, capture_output=True,
+                                 check=False)
+        assert checked.returncode == 0, f"{checked.stderr}\n{block}"
+
+
+def test_runbook_quotes_values_for_the_shell(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text((GOLDEN / "kube-aws" / "spec.yaml").read_text()
+                    .replace("keyName: paddle-keypair", "keyName: k $(touch pwned) x"))
+    from paddlegen.compiler.build import build
+
+    [runbook] = [a.text for a in build(spec.read_bytes(), "spec.yaml").artifacts
+                 if a.path == "RUNBOOK.md"]
+    assert "--key-name 'k $(touch pwned) x'" in runbook
+    for block in re.findall(r"```sh\n(.*?)```", runbook, re.S):
+        assert subprocess.run(["bash", "-n"], input=block, text=True,
+                              check=False).returncode == 0
 
 
 def test_kube_aws_runbook_steps_are_in_the_order_that_works() -> None:
@@ -107,13 +133,15 @@ def test_kube_aws_runbook_steps_are_in_the_order_that_works() -> None:
     steps = ["attach-user-policy", "put-user-policy", "create-key-pair", "create-key ",
              "kube-aws init", "render credentials --generate-ca", "render stack",
              "kube-aws up --s3-uri s3://paddle-kube-aws-assets/paddle-cluster",
-             "admits NFS (TCP 2049)", "create -f ../k8s/01-persistentvolume",
-             "wait --for=condition=complete", "create -f ../k8s/07-job-paddle-cluster-job.yaml",
-             "train.log", "server.log", "Delete the EFS mount targets", "LoadBalancer",
-             "kube-aws destroy"]
+             "create-security-group", "--protocol tcp --port 2049",
+             "create-file-system", "create-mount-target",
+             'create -f "$OUT/k8s/01-persistentvolume', "wait --for=condition=complete",
+             'create -f "$OUT/k8s/07-job-paddle-cluster-job.yaml"', "train.log", "server.log",
+             "delete-mount-target", "delete-file-system", "LoadBalancer", "kube-aws destroy"]
     positions = [runbook.index(step) for step in steps]
     assert positions == sorted(positions)
-    init = runbook[runbook.index("kube-aws init"):runbook.index("cp ../aws/cluster.yaml")]
+    assert "$ASSETS/" in runbook and 'cd "$ASSETS"' in runbook  # secrets stay out of the tree
+    init = runbook[runbook.index("kube-aws init"):runbook.index('cp "$OUT/aws/cluster.yaml"')]
     assert sorted(re.findall(r"--([\w-]+)=", init)) == sorted(
         ["cluster-name", "external-dns-name", "region", "availability-zone", "key-name",
          "kms-key-arn"])
