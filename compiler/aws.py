@@ -6,6 +6,7 @@ import shlex
 from typing import Any
 
 from paddlegen.compiler.plan import Plan
+from paddlegen.compiler.render import Quoted
 
 MANAGED_POLICY_PREFIX = "arn:aws:iam::aws:policy/"
 # Seed 001/003: the AWS managed policies the IAM user needs (ARNs relative to the prefix).
@@ -40,10 +41,6 @@ KUBE_UP_MANAGED_POLICIES = tuple(
 
 def managed_policy_arns(names: tuple[str, ...]) -> list[str]:
     return [MANAGED_POLICY_PREFIX + name for name in names]
-
-
-class Quoted(str):
-    """A string the YAML renderer writes double-quoted (kube-aws's own template quotes the ARN)."""
 
 
 def cluster_yaml(plan: Plan) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from paddlegen.compiler.plan import Plan
 from paddlegen.schema.models import LocalSpec
 
 COMMENT = "paddle_process_by_paddle"  # start_paddle.py tags every process with it
+IMAGE_FLAGS_FROM = "/root/start.sh of paddlepaddle/paddle-tutorial:k8s_train (seed 003)"
 
 
 def image_trainer_flags(plan: Plan) -> list[str]:
@@ -63,6 +64,8 @@ def explanation(plan: Plan) -> dict[str, Any]:
         "configDir": f"{plan.job_dir}/{t.config_dir}",
         "outputDir": plan.output_dir,
         "dataJobOutDir": plan.data_out_dir,
+        "waitsFor": plan.data_ready_dir,
+        "imageFlagsFrom": IMAGE_FLAGS_FROM,
         "processes": processes,
     }
 
@@ -88,8 +91,11 @@ def explanation_text(facts: dict[str, Any]) -> str:
             row("data job writes", f"{facts['dataJobOutDir']} (the same directory)")
         row("trainer config", facts["configDir"])
         row("output", facts["outputDir"])
+        row("trainers wait for", facts["waitsFor"])
         lines.append("  trainer ids are the ranks of the pods' IPs, sorted; every trainer lists "
                      "every pod as a pserver")
+        lines.append(f"  the trainer flags from --dot_period to --use_gpu are those of "
+                     f"{facts['imageFlagsFrom']}; another image passes its own")
     for process in facts["processes"]:
         lines.append(f"\ntrainer {process['trainerId']}")
         if "pserver" in process:

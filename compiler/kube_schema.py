@@ -25,7 +25,8 @@ def _schema_root() -> Path:
     # The package's data only: importing kubernetes_validate itself would load its validator
     # and PyYAML (about 80 ms) for nothing.
     package = importlib.util.find_spec("kubernetes_validate")
-    assert package is not None and package.submodule_search_locations
+    if package is None or not package.submodule_search_locations:
+        raise UnsupportedVersion("the kubernetes-validate package (the schemas) is not installed")
     return Path(package.submodule_search_locations[0]) / "kubernetes-json-schema"
 
 

@@ -48,6 +48,16 @@ class Plan:
         return self.trainers
 
 
+def region_of(zone: str) -> str:
+    """us-west-2a -> us-west-2"""
+    return zone[:-1]
+
+
+def bucket_of(s3_uri: str) -> str:
+    """s3://bucket/prefix -> bucket"""
+    return s3_uri.removeprefix("s3://").split("/")[0]
+
+
 def derive(spec: TrainingSpec) -> Plan:
     name = spec.metadata.name
     common = {
@@ -87,8 +97,8 @@ def derive(spec: TrainingSpec) -> Plan:
                      if isinstance(spec, KubeAwsSpec) else None),
         data_ready_dir=f"{job_dir}/{t.nodes - 1}/data",
         worker_count=cluster.worker_count or t.nodes,
-        region=cluster.region or cluster.availability_zone[:-1],
-        s3_bucket=cluster.s3_uri.removeprefix("s3://").split("/")[0],
+        region=cluster.region or region_of(cluster.availability_zone),
+        s3_bucket=bucket_of(cluster.s3_uri),
         trainer_flags=(),
     )
 

@@ -7,9 +7,11 @@ import json
 from functools import cache
 from typing import Any
 
-from paddlegen.compiler.aws import Quoted
-
 _STR = "tag:yaml.org,2002:str"
+
+
+class Quoted(str):
+    """A string written double-quoted (kube-aws's own cluster.yaml template quotes the ARN)."""
 
 
 @cache

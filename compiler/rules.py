@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
 
 from paddlegen.compiler.loader import Path
+from paddlegen.compiler.plan import bucket_of, region_of
 from paddlegen.compiler.problems import Severity
 from paddlegen.schema import TrainingSpec
 from paddlegen.schema.models import KubeAwsSpec, LocalSpec
+from paddlegen.schema.patterns import QUANTITY
 
 Violation = tuple[Path, str]
 Rule = Callable[[TrainingSpec], Iterator[Violation]]
@@ -97,7 +99,7 @@ def zone_in_region(spec: TrainingSpec) -> Iterator[Violation]:
     if isinstance(spec, LocalSpec) or spec.cluster.region is None:
         return
     zone, region = spec.cluster.availability_zone, spec.cluster.region
-    if zone[:-1] != region:
+    if region_of(zone) != region:
         yield ("cluster", "availabilityZone"), (
             f"{zone} is not in region {region}; use a zone such as {region}a")
 
@@ -205,7 +207,7 @@ def s3_bucket_name(spec: TrainingSpec) -> Iterator[Violation]:
     address, no 'xn--' prefix or '-s3alias' suffix."""
     if isinstance(spec, LocalSpec):
         return
-    bucket = spec.cluster.s3_uri.removeprefix("s3://").split("/")[0]
+    bucket = bucket_of(spec.cluster.s3_uri)
     reasons = [reason for broken, reason in (
         (not 3 <= len(bucket) <= 63, "it must have 3 to 63 characters"),
         (".." in bucket or ".-" in bucket or "-." in bucket,
@@ -238,15 +240,13 @@ def image_tag(spec: TrainingSpec) -> Iterator[Violation]:
 _SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
            "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
            "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
-_QUANTITY = re.compile(r"^\+?([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([a-zA-Z]*|[eE][+-]?[0-9]+)$")
 
 
 def quantity(text: str) -> Decimal:
     """The value of a Kubernetes quantity ("50Gi" -> 53687091200)."""
-    match = _QUANTITY.match(text)
-    if not match:
+    if not re.match(QUANTITY.regex, text):
         raise ValueError(f"not a quantity: {text!r}")
-    number, suffix = match.groups()
+    number, suffix = re.match(r"\+?([0-9.]+)(.*)", text).groups()  # type: ignore[union-attr]
     try:
         if suffix[:1] in ("e", "E") and suffix[1:].lstrip("+-").isdigit():
             return Decimal(number + suffix)

@@ -149,13 +149,19 @@ def test_only_specs_skips_other_yaml(tmp_path: Path) -> None:
     assert run_cli("validate", "--only-specs", other).returncode == 0
 
 
-def test_init_prints_a_valid_starter_with_a_schema_modeline(tmp_path: Path) -> None:
-    result = run_cli("init", "--profile", "kube-aws")
+@pytest.mark.parametrize("profile", ["kube-aws", "kube-up", "local"])
+def test_init_prints_a_valid_starter_with_a_schema_modeline(profile: str, tmp_path: Path) -> None:
+    result = run_cli("init", "--profile", profile)
     assert result.returncode == 0
     assert result.stdout.startswith("# yaml-language-server: $schema=paddlegen.schema.json\n")
     spec = tmp_path / "spec.yaml"
     spec.write_text(result.stdout)
-    assert run_cli("validate", spec).returncode == 0
+    checked = run_cli("validate", "--strict", spec)
+    assert checked.returncode == 0, checked.stderr
+    assert run_cli("build", spec, "-o", tmp_path / "out").returncode == 0
+
+
+def test_init_refuses_an_unknown_profile() -> None:
     assert run_cli("init", "--profile", "nope").returncode == 2
 
 
