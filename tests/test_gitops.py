@@ -166,7 +166,7 @@ def test_init_refuses_an_unknown_profile() -> None:
 
 
 def test_every_command_has_help_with_an_example() -> None:
-    for command in ("build", "validate", "check", "schema", "init"):
+    for command in ("build", "validate", "check", "explain", "schema", "rules", "init"):
         result = run_cli(command, "--help")
         assert result.returncode == 0
         assert "Example: paddlegen " in result.stdout, command
