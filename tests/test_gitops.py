@@ -11,7 +11,7 @@ import pytest
 from paddlegen.compiler import writer
 from paddlegen.compiler.build import build
 
-from conftest import run_cli
+from conftest import GOLDEN_SPECS, run_cli
 
 
 def tree(directory: Path) -> dict[str, bytes]:
@@ -34,6 +34,15 @@ def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(
     streams = {run_cli("build", kube_aws_spec, "-o", "-", env={"PYTHONHASHSEED": seed}).stdout
                for seed in ("0", "7")}
     assert len(streams) == 1
+
+
+@pytest.mark.parametrize("environment", [
+    {"PYTHONHASHSEED": "0", "TZ": "Pacific/Kiritimati", "LC_ALL": "C"},
+    {"PYTHONHASHSEED": "987654", "TZ": "America/Adak", "LC_ALL": "C.UTF-8"},
+])
+def test_every_golden_tree_is_reproduced_under_other_seeds_and_zones(environment: dict) -> None:
+    result = run_cli("check", *GOLDEN_SPECS, env=environment)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_a_build_failing_while_staging_leaves_the_previous_tree(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import string
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -13,13 +15,14 @@ from ruamel.yaml import YAML
 from paddlegen.compiler.build import ManifestError, build
 from paddlegen.compiler.kube_schema import violations
 from paddlegen.compiler.problems import SpecError
+from paddlegen.compiler.writer import drift, write_tree
 
 REGIONS = ["us-west-2", "us-east-1", "eu-west-1", "ap-southeast-2", "sa-east-1"]
 IMAGES = ["paddlepaddle/paddle-tutorial:k8s_train", "registry.example.com:5000/team/paddle:v1.2",
           "mypaddle/paddle:quickstart", "paddle@sha256:" + "a" * 64,
           "gcr.io/my-project/paddle_train-v2:1.0", "localhost:5000/a/b-c-d:1",
           "myorg/paddle-k8s-train:v1"]
-labels = st.from_regex(r"\A[a-z][a-z0-9-]{0,20}[a-z0-9]\Z")
+labels = st.from_regex(r"\A[a-z]([a-z0-9-]{0,55}[a-z0-9])?\Z")
 settings.register_profile("paddlegen", deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("paddlegen")
@@ -63,7 +66,13 @@ def kube_aws_specs(draw: st.DrawFn) -> dict[str, Any]:
             "kmsKeyArn": f"arn:aws:kms:{region}:{account}:key/{draw(st.uuids())}",
             "externalDNSName": draw(labels),
             "workerCount": training["nodes"] + draw(st.integers(0, 5)),
-            "s3Uri": f"s3://{draw(labels)}-bucket/{draw(labels)}"},
+            "s3Uri": f"s3://{draw(labels)[:40]}-bucket/{draw(labels)}",
+            **draw(st.fixed_dictionaries({}, optional={
+                "workerInstanceType": st.sampled_from(["m3.large", "c5.2xlarge"]),
+                "controllerRootVolumeSize": st.integers(1, 500),
+                "instanceCIDR": st.just("10.0.1.0/24"),
+                "podCIDR": st.sampled_from(["10.2.0.0/16", "172.16.0.0/16"]),
+                "recordSetTTL": st.integers(1, 3600)}))},
         "storage": {"efs": {"dnsName": f"fs-{efs_id}.efs.{region}.amazonaws.com"},
                     "claimName": draw(labels), "capacity": f"{capacity}Gi",
                     "request": f"{draw(st.integers(1, capacity))}Gi"},
@@ -109,6 +118,17 @@ def test_valid_specs_build_deterministically_into_strictly_valid_objects(spec: d
     assert build(raw, "spec.yaml").artifacts == first.artifacts
     for manifest in first.manifests:
         assert violations(manifest.obj, first.plan.spec.kube_version) == []
+
+
+@given(any_valid_spec)
+def test_built_trees_are_written_and_check_clean(spec: dict) -> None:
+    artifacts = build(dump(spec), "spec.yaml").artifacts
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "out"
+        write_tree(out, artifacts)
+        assert drift(out, artifacts) == ""
+        assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+            a.path for a in artifacts]
 
 
 @given(st.one_of(kube_aws_specs(), kube_up_specs()))
