@@ -104,6 +104,8 @@ CheckOption = Annotated[bool, typer.Option(
     "--check", help="Write nothing; exit 1 with a diff when DIR is not what SPEC compiles to.")]
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="Take over files in DIR that paddlegen did not write.")]
+
+
 def supported_release(value: str | None) -> str | None:
     from paddlegen.compiler.kube_schema import supported_versions
 
