@@ -102,35 +102,33 @@ def _write_tree(out_dir: Path, artifacts: Sequence[Artifact], force: bool) -> li
 
 def swap_in(out_dir: Path, staging: Path, paths: list[str], stale: list[str]) -> None:
     """Move staged files into place and stale ones out, all or nothing."""
-    done: list[tuple[Path, Path | None]] = []  # (target, its previous content's backup)
+    undo: list[tuple[Path, Path | None]] = []  # move the first back to the second; None: delete
     created: list[Path] = []
+
+    def set_aside(path: str) -> None:
+        backup = staging / "old" / path
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(out_dir / path, backup)
+        undo.append((backup, out_dir / path))
+
     try:
         for path in paths:
-            target = out_dir / path
-            for parent in reversed(target.relative_to(out_dir).parents[:-1]):
+            for parent in reversed(PurePosixPath(path).parents[:-1]):
                 if not (out_dir / parent).is_dir():
                     (out_dir / parent).mkdir()
                     created.append(out_dir / parent)
-            backup = None
-            if os.path.lexists(target):
-                backup = staging / "old" / path
-                backup.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(target, backup)
-            done.append((target, backup))
-            os.replace(staging / "new" / path, target)
+            if os.path.lexists(out_dir / path):
+                set_aside(path)
+            os.replace(staging / "new" / path, out_dir / path)
+            undo.append((out_dir / path, None))
         for path in stale:
-            backup = staging / "old" / path
-            backup.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(out_dir / path, backup)
-            done.append((backup, None))  # undo: move it back (below)
+            set_aside(path)
     except OSError:
-        for target, backup in reversed(done):
-            if backup is not None:
-                os.replace(backup, target)
-            elif target.is_relative_to(staging):  # a stale file taken out: return it
-                os.replace(target, out_dir / target.relative_to(staging / "old"))
+        for moved, origin in reversed(undo):
+            if origin is None:
+                moved.unlink(missing_ok=True)
             else:
-                target.unlink(missing_ok=True)
+                os.replace(moved, origin)
         for directory in reversed(created):
             directory.rmdir()
         raise
