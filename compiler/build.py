@@ -1,48 +1,24 @@
-"""The compiler core: spec bytes in, artifacts (path and text) out. No I/O here."""
+"""The compiler core: spec bytes in, artifacts (path and text) out. No I/O here.
+
+The profile (paddlegen.profiles) does the work: derive its plan, build its objects and files,
+write its runbook. This module numbers the objects, checks each against the schema of the
+release the profile targets, and adds what every tree has: the kustomization and the manifest.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from paddlegen.compiler import aws, kube_objects, runbook
-from paddlegen.compiler.plan import Plan, derive
-from paddlegen.compiler.problems import Problem
-from paddlegen.compiler.render import to_json, to_yaml, yaml_stream
+from paddlegen.compiler.problems import Position, Problem
+from paddlegen.compiler.profile import Explanation, Profile
+from paddlegen.compiler.render import to_yaml, yaml_stream
 from paddlegen.compiler.spec import load_spec
 
 MANIFEST = ".paddlegen-manifest"
 K8S_DIR = "k8s"
 KUSTOMIZATION = "kustomization.yaml"
-
-RBAC = (kube_objects.service_account, kube_objects.pod_reader_role,
-        kube_objects.pod_reader_binding)
-
-
-@dataclass(frozen=True)
-class ProfileArtifacts:
-    objects: tuple[Callable[[Plan], dict[str, Any]], ...]  # in the order they must be applied
-    files: tuple[tuple[str, Callable[[Plan], str]], ...]  # the other files, by path
-    runbook: Callable[[Plan, list[str]], str]  # Plan and manifest paths -> RUNBOOK.md
-
-
-PROFILE_ARTIFACTS = {
-    "kube-aws": ProfileArtifacts(
-        objects=(kube_objects.persistent_volume, kube_objects.persistent_volume_claim, *RBAC,
-                 kube_objects.data_job, kube_objects.training_job),
-        files=(("aws/cluster.yaml", lambda plan: to_yaml(aws.cluster_yaml(plan))),
-               ("aws/iam-policy.json", lambda plan: to_json(aws.iam_policy(plan)))),
-        runbook=runbook.kube_aws_runbook,
-    ),
-    "kube-up": ProfileArtifacts(
-        objects=(*RBAC, kube_objects.training_job),
-        files=(("aws/kube-up.env", aws.kube_up_env),),
-        runbook=runbook.kube_up_runbook,
-    ),
-    "local": ProfileArtifacts(
-        objects=(kube_objects.local_training_job,), files=(), runbook=runbook.local_runbook),
-}
+SCHEMA_RULE = "kube-schema"
 
 
 @dataclass(frozen=True)
@@ -53,69 +29,88 @@ class Artifact:
 
 @dataclass(frozen=True)
 class Manifest:
-    """A Kubernetes object with the file it goes to."""
+    """A Kubernetes object with the file it goes to and that file's text."""
 
     path: str
     obj: dict[str, Any]
+    text: str
 
 
 class ManifestError(Exception):
-    """A generated object breaks the Kubernetes schema: one line per violation."""
+    """A generated object breaks its release's schema: one problem per violation, positioned in
+    the generated file."""
 
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(map(str, problems)))
 
 
 @dataclass(frozen=True)
 class Build:
-    plan: Plan
+    profile: Profile[Any, Any]
+    plan: Any
     manifests: tuple[Manifest, ...]
     artifacts: tuple[Artifact, ...]  # every file of the output tree, sorted by path
     warnings: tuple[Problem, ...]
 
     def stream(self) -> str:
         """The Kubernetes objects as one multi-document YAML stream, in apply order."""
-        text = {a.path: a.text for a in self.artifacts}
-        return yaml_stream([text[m.path] for m in self.manifests])
+        return yaml_stream([m.text for m in self.manifests])
 
 
 def build(raw: bytes, filename: str, kube_version: str | None = None,
           strict: bool = False) -> Build:
     """Compile a spec file's bytes. Raises SpecError or ManifestError."""
-    spec, warnings = load_spec(raw, filename, strict, kube_version)
-    plan = derive(spec)
-    manifests = tuple(manifest_files(plan))
-    check_manifests(manifests, spec.kube_version)
-    artifacts = tuple(sorted(emit(plan, manifests), key=lambda a: a.path))
-    return Build(plan, manifests, artifacts, warnings)
+    profile, spec, warnings = load_spec(raw, filename, strict, kube_version)
+    plan = profile.derive(spec)
+    manifests = manifest_files(profile.objects(plan))
+    check_manifests(manifests, plan.meta.target.kube.schema)
+    artifacts = tuple(sorted(emit(profile, plan, manifests), key=lambda a: a.path))
+    return Build(profile, plan, manifests, artifacts, warnings)
 
 
-def manifest_files(plan: Plan) -> list[Manifest]:
-    objects = [builder(plan) for builder in PROFILE_ARTIFACTS[plan.spec.profile].objects]
-    return [Manifest(f"{K8S_DIR}/{i:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", obj)
-            for i, obj in enumerate(objects, start=1)]
+def explain(raw: bytes, filename: str) -> Explanation:
+    profile, spec, _ = load_spec(raw, filename)
+    return profile.explain(profile.derive(spec))
 
 
-def check_manifests(manifests: tuple[Manifest, ...], kube_version: str) -> None:
-    from paddlegen.compiler.kube_schema import UnsupportedVersion, violations
+def manifest_files(objects: list[dict[str, Any]]) -> tuple[Manifest, ...]:
+    """Each object in its own file, numbered in apply order."""
+    return tuple(
+        Manifest(f"{K8S_DIR}/{i:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", obj,
+                 to_yaml(obj))
+        for i, obj in enumerate(objects, start=1))
+
+
+def check_manifests(manifests: tuple[Manifest, ...], schema: str) -> None:
+    from paddlegen.compiler.kube_schema import UnsupportedVersion, source, violations
 
     try:
-        lines = [f"{m.path}: {m.obj['kind']}/{m.obj['metadata']['name']}: {v} "
-                 f"(Kubernetes {kube_version}, strict)"
-                 for m in manifests for v in violations(m.obj, kube_version)]
+        origin = source(schema).origin
+        found = [(m, v) for m in manifests for v in violations(m.obj, schema)]
     except UnsupportedVersion as error:
-        lines = [str(error)]
-    if lines:
-        raise ManifestError(lines)
+        raise ManifestError([Problem(Position("", 1, 1), "", SCHEMA_RULE, str(error))]) from None
+    if found:
+        raise ManifestError([violation_problem(m, path, f"{message} ({origin}, strict)")
+                             for m, (path, message) in found])
 
 
-def emit(plan: Plan, manifests: tuple[Manifest, ...]) -> list[Artifact]:
-    profile = PROFILE_ARTIFACTS[plan.spec.profile]
+def violation_problem(manifest: Manifest, path: tuple[str | int, ...], message: str) -> Problem:
+    """A violation positioned in the generated file (parsed again only on this failure path)."""
+    from paddlegen.compiler.loader import load_text
+    from paddlegen.compiler.problems import dotted
+
+    position = load_text(manifest.text.encode(), manifest.path).position(path)
+    kind = f"{manifest.obj['kind']}/{manifest.obj['metadata']['name']}"
+    return Problem(position, dotted(path) or kind, SCHEMA_RULE, f"{kind}: {message}")
+
+
+def emit(profile: Profile[Any, Any], plan: Any,
+         manifests: tuple[Manifest, ...]) -> list[Artifact]:
     paths = [m.path for m in manifests]
-    artifacts = [Artifact(m.path, to_yaml(m.obj)) for m in manifests]
+    artifacts = [Artifact(m.path, m.text) for m in manifests]
     artifacts.append(Artifact(KUSTOMIZATION, to_yaml(kustomization(paths))))
-    artifacts += [Artifact(path, render(plan)) for path, render in profile.files]
+    artifacts += [Artifact(path, text) for path, text in profile.files(plan).items()]
     artifacts.append(Artifact("RUNBOOK.md", profile.runbook(plan, paths)))
     owned = sorted([a.path for a in artifacts] + [MANIFEST])
     artifacts.append(Artifact(MANIFEST, manifest_text(owned)))

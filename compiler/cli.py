@@ -117,7 +117,8 @@ def supported_release(value: str | None) -> str | None:
 
 KubeVersionOption = Annotated[str | None, typer.Option(
     "--kube-version", metavar="1.N", callback=supported_release,
-    help="Check the manifests against this Kubernetes release instead of the spec's.")]
+    help="Build for this Kubernetes release instead of the spec's kubeVersion (where the "
+         "profile lets the spec choose it).")]
 StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Treat warnings (such as an image without a version tag) as errors.")]
 
@@ -133,7 +134,9 @@ def compiled(spec: Path, raw: bytes | None = None, kube_version: str | None = No
         report(list(error.problems), Format.text)
         return None
     except ManifestError as error:
-        typer.echo(f"paddlegen: {spec}: generated objects fail validation:\n{error}", err=True)
+        typer.echo(f"paddlegen: {spec}: the generated objects fail validation "
+                   "(a bug of paddlegen; please report it):", err=True)
+        report(list(error.problems), Format.text)
         return None
     report(list(result.warnings), Format.text)
     return result
@@ -192,7 +195,8 @@ FormatOption = Annotated[Format, typer.Option(
 def readable(specs: list[Path], only_specs: bool) -> tuple[list[tuple[Path, bytes]],
                                                             list[Problem]]:
     """Each spec's bytes (skipping non-specs when asked), and the problems of unreadable ones."""
-    found, problems = [], []
+    found: list[tuple[Path, bytes]] = []
+    problems: list[Problem] = []
     for spec in specs:
         try:
             raw = read_spec(spec)
@@ -314,22 +318,21 @@ def explain(
 
     Example: paddlegen explain golden/kube-aws/spec.yaml --format json
     """
-    from paddlegen.compiler.explain import explanation, explanation_text
-    from paddlegen.compiler.plan import derive
-    from paddlegen.compiler.spec import load_spec
+    from paddlegen.compiler.build import explain as explain_spec
+    from paddlegen.compiler.explain import explanation_text
 
     try:
-        facts = explanation(derive(load_spec(read_spec(spec), str(spec)).spec))
+        explanation = explain_spec(read_spec(spec), str(spec))
     except SpecError as error:
         report(list(error.problems), Format.text)
         raise typer.Exit(EXIT_INVALID) from None
-    write_stdout(json.dumps(facts, indent=2) + "\n" if output is Format.json
-                 else explanation_text(facts))
+    write_stdout(json.dumps(explanation.facts, indent=2) + "\n" if output is Format.json
+                 else explanation_text(explanation))
 
 
 @app.command()
 def init(
-    profile: Annotated[str, typer.Option("--profile", help="kube-aws, kube-up or local.")
+    profile: Annotated[str, typer.Option("--profile", help="A profile: kube-aws, kube-up, ...")
                        ] = "kube-aws",
     schema_url: Annotated[str, typer.Option(
         "--schema-url", help="Where editors find the JSON Schema (see `paddlegen schema`).")
@@ -341,7 +344,7 @@ def init(
     """
     from importlib import resources
 
-    starter = resources.files("paddlegen.compiler").joinpath("starters", f"{profile}.yaml")
+    starter = resources.files("paddlegen.profiles").joinpath(f"starters/{profile}.yaml")
     if not starter.is_file():
         raise fail(f"no starter for profile {profile!r}")
     write_stdout(f"# yaml-language-server: $schema={schema_url}\n" + starter.read_text("utf-8"))

@@ -1,196 +1,188 @@
-"""One builder per Kubernetes object: Plan in, the object as plain data out."""
+"""One builder per Kubernetes object that several profiles emit: plan parts in, plain data out.
+
+Every builder takes the target release and writes only the fields that release serves.
+"""
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Any
 
-from paddlegen.compiler.plan import DATA_MOUNT, EFS_MOUNT_OPTIONS, VOLUME_NAME, Plan
-from paddlegen.schema.models import KubeAwsSpec
+from paddlegen.compiler.kube_schema import INIT_CONTAINERS_ANNOTATION
+from paddlegen.compiler.plan import (
+    DATA_MOUNT,
+    EFS_MOUNT_OPTIONS,
+    VOLUME_NAME,
+    ClaimVolume,
+    DataJob,
+    EfsVolume,
+    HostVolume,
+    Meta,
+    PodReader,
+    PserverTraining,
+)
+from paddlegen.compiler.render import Block
+from paddlegen.compiler.targets import KubeRelease
 
 Object = dict[str, Any]
 # The seed image's entry point, run by an absolute bash (the seeds' "bin/bash" works only from /).
 TRAINER_COMMAND = ["/bin/bash", "-c", "/root/start.sh"]
 
 
-def metadata(plan: Plan, name: str, *, namespaced: bool = True, component: str = "") -> Object:
-    labels = dict(plan.labels)
+def metadata(meta: Meta, name: str, *, namespaced: bool = True, component: str = "") -> Object:
+    labels = meta.labels
     if component:
         labels["app.kubernetes.io/component"] = component
-    meta: Object = {"name": name}
+    result: Object = {"name": name}
     if namespaced:
-        meta["namespace"] = plan.namespace
-    meta["labels"] = labels
-    return meta
+        result["namespace"] = meta.namespace
+    result["labels"] = labels
+    return result
 
 
-def persistent_volume(plan: Plan) -> Object:
-    storage = plan.spec.storage
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": metadata(plan, plan.volume_name, namespaced=False, component="storage"),
-        "spec": {
-            "capacity": {"storage": storage.capacity},
-            "accessModes": ["ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            # "" (not a default StorageClass) and claimRef: only this claim may bind this volume
-            "storageClassName": "",
-            "claimRef": {"namespace": plan.namespace, "name": storage.claim_name},
-            "mountOptions": list(EFS_MOUNT_OPTIONS),
-            "nfs": {"server": storage.efs.dns_name, "path": "/"},
-        },
+def persistent_volume(meta: Meta, efs: EfsVolume) -> Object:
+    kube = meta.target.kube
+    spec: Object = {
+        "capacity": {"storage": efs.capacity},
+        "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
     }
+    if kube.storage_class_name_field:
+        # "" (not a default StorageClass) and claimRef: only this claim may bind this volume
+        spec["storageClassName"] = ""
+    spec["claimRef"] = {"namespace": meta.namespace, "name": efs.claim_name}
+    if kube.mount_options_field:
+        spec["mountOptions"] = list(EFS_MOUNT_OPTIONS)
+    spec["nfs"] = {"server": efs.server, "path": "/"}
+    return {"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": metadata(meta, efs.volume_name, namespaced=False, component="storage"),
+            "spec": spec}
 
 
-def persistent_volume_claim(plan: Plan) -> Object:
-    storage = plan.spec.storage
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": metadata(plan, storage.claim_name, component="storage"),
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            # "" stops a default StorageClass from provisioning a volume of its own
-            "storageClassName": "",
-            "volumeName": plan.volume_name,
-            "resources": {"requests": {"storage": storage.request}},
-        },
-    }
+def persistent_volume_claim(meta: Meta, efs: EfsVolume) -> Object:
+    spec: Object = {"accessModes": ["ReadWriteMany"]}
+    if meta.target.kube.storage_class_name_field:
+        # "" stops a default StorageClass from provisioning a volume of its own
+        spec["storageClassName"] = ""
+    spec["volumeName"] = efs.volume_name
+    spec["resources"] = {"requests": {"storage": efs.request}}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": metadata(meta, efs.claim_name, component="storage"), "spec": spec}
 
 
-def service_account(plan: Plan) -> Object:
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": metadata(plan, plan.service_account, component="trainer"),
-    }
+def pod_reader(meta: Meta, reader: PodReader) -> list[Object]:
+    """The seed entry point lists the job's pods (labelSelector=job-name=<name>) to rank the
+    trainers by IP: an account of their own that may read pods and nothing else."""
+    account = {"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": metadata(meta, reader.account, component="trainer")}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": metadata(meta, reader.role, component="trainer"),
+            "rules": [{"apiGroups": [""], "resources": ["pods"],
+                       "verbs": ["get", "list", "watch"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": metadata(meta, reader.role, component="trainer"),
+               "subjects": [{"kind": "ServiceAccount", "name": reader.account,
+                             "namespace": meta.namespace}],
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                           "name": reader.role}}
+    return [account, role, binding]
 
 
-def pod_reader_role(plan: Plan) -> Object:
-    # The entry point lists the job's pods (labelSelector=job-name=<name>) to rank trainers by IP.
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": metadata(plan, plan.pod_reader_role, component="trainer"),
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
-    }
-
-
-def pod_reader_binding(plan: Plan) -> Object:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": metadata(plan, plan.pod_reader_role, component="trainer"),
-        "subjects": [{"kind": "ServiceAccount", "name": plan.service_account,
-                      "namespace": plan.namespace}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                    "name": plan.pod_reader_role},
-    }
-
-
-def claim_volume(plan: Plan) -> Object:
-    return {"name": VOLUME_NAME,
-            "persistentVolumeClaim": {"claimName": plan.spec.storage.claim_name}}
-
-
-def shared_volume(plan: Plan) -> Object:
+def shared_volume(training: PserverTraining, kube: KubeRelease) -> Object:
     """The volume holding data, configs and output: the EFS claim, or EFS mounted on each host."""
-    if isinstance(plan.spec, KubeAwsSpec):
-        return claim_volume(plan)
-    return {"name": VOLUME_NAME, "hostPath": {"path": plan.spec.storage.host_path,
-                                              "type": "Directory"}}
+    if isinstance(training.volume, ClaimVolume):
+        return claim_volume(training.volume.claim_name)
+    return host_volume(VOLUME_NAME, training.volume, kube)
+
+
+def claim_volume(claim_name: str) -> Object:
+    return {"name": VOLUME_NAME, "persistentVolumeClaim": {"claimName": claim_name}}
+
+
+def host_volume(name: str, volume: HostVolume, kube: KubeRelease) -> Object:
+    source: Object = {"path": volume.path}
+    if kube.host_path_type_field:
+        source["type"] = "DirectoryOrCreate" if volume.create else "Directory"
+    return {"name": name, "hostPath": source}
 
 
 def env(pairs: dict[str, object]) -> list[Object]:
     return [{"name": name, "value": str(value)} for name, value in pairs.items()]
 
 
-def data_job(plan: Plan) -> Object:
-    dataset = plan.spec.dataset
+def data_job(meta: Meta, data: DataJob, claim_name: str) -> Object:
     container = {
         "name": "paddle-data",
-        "image": dataset.image,
+        "image": data.image,
         "imagePullPolicy": "Always",
-        "env": env({"OUT_DIR": plan.data_out_dir, "SPLIT_COUNT": plan.split_count}),
+        "env": env({"OUT_DIR": data.out_dir, "SPLIT_COUNT": data.split_count}),
         "volumeMounts": [{"name": VOLUME_NAME, "mountPath": DATA_MOUNT}],
     }
-    return job(plan, dataset.job_name, "data", {
-        "automountServiceAccountToken": False,  # it never talks to the API server
-        "containers": [container],
-        "volumes": [claim_volume(plan)],
-    })
+    pod: Object = {"containers": [container], "volumes": [claim_volume(claim_name)]}
+    if meta.target.kube.automount_token_field:
+        pod = {"automountServiceAccountToken": False, **pod}  # it never talks to the API
+    return job(meta, data.name, "data", pod, deadline_seconds=data.deadline_seconds)
 
 
-def training_job(plan: Plan) -> Object:
-    t = plan.spec.training
+def training_job(meta: Meta, training: PserverTraining) -> Object:
+    kube = meta.target.kube
     container = {
         "name": "trainer",
-        "image": t.image,
+        "image": training.image,
         "command": TRAINER_COMMAND,
         "env": env({
-            "JOB_NAME": plan.name,
-            "JOB_PATH": t.job_path,
-            "JOB_NAMESPACE": plan.namespace,
-            "TRAIN_CONFIG_DIR": t.config_dir,
-            "CONF_PADDLE_NIC": t.nic,
-            "CONF_PADDLE_PORT": t.port,
-            "CONF_PADDLE_PORTS_NUM": t.ports_num,
-            "CONF_PADDLE_PORTS_NUM_SPARSE": t.ports_num_for_sparse,
-            "CONF_PADDLE_GRADIENT_NUM": plan.gradient_servers,
-            "TRAINER_COUNT": t.trainer_count,
+            "JOB_NAME": training.name,
+            "JOB_PATH": training.job_path,
+            "JOB_NAMESPACE": meta.namespace,
+            "TRAIN_CONFIG_DIR": training.config_dir,
+            "CONF_PADDLE_NIC": training.nic,
+            "CONF_PADDLE_PORT": training.ports[0].number,
+            "CONF_PADDLE_PORTS_NUM": len(training.dense_ports),
+            "CONF_PADDLE_PORTS_NUM_SPARSE": len(training.sparse_ports),
+            "CONF_PADDLE_GRADIENT_NUM": training.gradient_servers,
+            "TRAINER_COUNT": training.trainer_count,
         }),
         "ports": [{"name": port.name, "containerPort": port.number, "hostPort": port.number}
-                  for port in plan.ports],
-        "volumeMounts": [{"name": VOLUME_NAME, "mountPath": t.job_path}],
+                  for port in training.ports],
+        "volumeMounts": [{"name": VOLUME_NAME, "mountPath": training.job_path}],
     }
     # Applied all at once (kubectl apply -k, GitOps), the trainers would start before the data
     # Job has written the last part; the entry point would fail and the retried pods get new IPs,
     # and so new trainer ids. Waiting here keeps `create` in any order safe.
-    wait = (f"until [ -d {shlex.quote(plan.data_ready_dir)} ]; do "
-            f"echo waiting for {shlex.quote(plan.data_ready_dir)}; sleep 10; done")
-    wait_for_data = {"name": "wait-for-data", "image": t.image,
+    wait = (f"until {training.data_ready}; do "
+            f"echo {shlex.quote('waiting for ' + training.data_ready_meaning)}; sleep 10; done")
+    wait_for_data = {"name": "wait-for-data", "image": training.image,
                      "command": ["/bin/bash", "-c", wait],
                      "volumeMounts": container["volumeMounts"]}
-    return job(plan, plan.name, "trainer", {
-        "serviceAccountName": plan.service_account,
-        "initContainers": [wait_for_data],
-        "containers": [container],
-        "volumes": [shared_volume(plan)],
-    }, parallelism=plan.trainers)
+    pod: Object = {}
+    if training.pod_reader:
+        pod["serviceAccountName"] = training.pod_reader.account
+    pod["containers"] = [container]
+    pod["volumes"] = [shared_volume(training, kube)]
+    # The seed entry point cannot take a replacement trainer: it would get a new IP, so a new
+    # rank, and count the failed pod among the job's pods forever. Fail the Job instead.
+    return job(meta, training.name, "trainer", pod, parallelism=training.trainers,
+               deadline_seconds=training.deadline_seconds, backoff_limit=0,
+               init_containers=[wait_for_data])
 
 
-def local_training_job(plan: Plan) -> Object:
-    """Seed 004: `paddle train` with the spec's flags; the models land in a host directory."""
-    t = plan.spec.training
-    container = {
-        "name": "trainer",
-        "image": t.image,
-        "workingDir": t.work_dir,
-        "command": ["paddle", "train"],
-        "args": list(plan.trainer_flags),
-        "volumeMounts": [{"name": "output", "mountPath": t.save_dir}],
-    }
-    return job(plan, plan.name, "trainer", {
-        "automountServiceAccountToken": False,
-        "containers": [container],
-        "volumes": [{"name": "output", "hostPath": {"path": plan.spec.storage.host_path,
-                                                    "type": "DirectoryOrCreate"}}],
-    })
-
-
-def job(plan: Plan, name: str, component: str, pod_spec: Object, parallelism: int = 1) -> Object:
-    meta = metadata(plan, name, component=component)
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": meta,
-        "spec": {
-            "parallelism": parallelism,
-            "completions": parallelism,
-            "template": {
-                "metadata": {"labels": dict(meta["labels"])},
-                "spec": {**pod_spec, "restartPolicy": "Never"},
-            },
-        },
-    }
+def job(meta: Meta, name: str, component: str, pod: Object, *, parallelism: int = 1,
+        deadline_seconds: int, backoff_limit: int | None = None,
+        init_containers: list[Object] | None = None) -> Object:
+    """A batch/v1 Job; backoffLimit and init containers as far as the release serves them."""
+    kube = meta.target.kube
+    labels = metadata(meta, name, component=component)["labels"]
+    template_meta: Object = {"labels": dict(labels)}
+    if init_containers and kube.init_containers_field:
+        pod = {"initContainers": init_containers, **pod}
+    elif init_containers:
+        template_meta["annotations"] = {
+            INIT_CONTAINERS_ANNOTATION: Block(json.dumps(init_containers, indent=2))}
+    spec: Object = {"parallelism": parallelism, "completions": parallelism,
+                    "activeDeadlineSeconds": deadline_seconds}
+    if backoff_limit is not None and kube.backoff_limit_field:
+        spec["backoffLimit"] = backoff_limit
+    spec["template"] = {"metadata": template_meta, "spec": {**pod, "restartPolicy": "Never"}}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": metadata(meta, name, component=component), "spec": spec}

@@ -186,7 +186,10 @@ class _Builder:
         if not stack:
             return ()
         top = stack[-1]
-        return (*top.path, top.key if isinstance(top.value, dict) else len(top.value))
+        if isinstance(top.value, dict):
+            assert top.key is not None  # a mapping's value event follows its key event
+            return (*top.path, top.key)
+        return (*top.path, len(top.value))
 
     def attach(self, stack: list[_Collection], value: Any, nodes: int, root: Any,
                counted: bool = False) -> Any:
@@ -199,6 +202,7 @@ class _Builder:
         top.nodes += nodes
         if isinstance(top.value, dict):
             if not top.drop:
+                assert top.key is not None
                 top.value[top.key] = value
             top.key, top.drop = None, False
         else:
@@ -286,7 +290,7 @@ class _Builder:
     def yaml11_bool(self, value: str) -> bool:
         from ruamel.yaml.nodes import ScalarNode
 
-        return self.yaml11.resolve(ScalarNode, value, (True, False)) == f"{_TAG}bool"
+        return bool(self.yaml11.resolve(ScalarNode, value, (True, False)) == f"{_TAG}bool")
 
     def problem(self, event: Any, path: Path, rule: str, message: str) -> None:
         self.problems.append(Problem(self.where(event.start_mark), dotted(path), rule, message))

@@ -14,6 +14,10 @@ class Quoted(str):
     """A string written double-quoted (kube-aws's own cluster.yaml template quotes the ARN)."""
 
 
+class Block(str):
+    """A multi-line string written as a literal block, as it reads (embedded JSON, scripts)."""
+
+
 @cache
 def _dumper() -> Any:
     from ruamel.yaml import YAML
@@ -24,8 +28,11 @@ def _dumper() -> Any:
 
     def represent_str(representer: Any, data: str) -> Any:
         # kubectl and kube-aws read YAML 1.1, where yes/on/no/off are booleans: quote those too.
+        style: str | None
         if isinstance(data, Quoted):
             style = '"'
+        elif isinstance(data, Block) and "\n" in data:
+            style = "|"
         elif yaml11.resolve(ScalarNode, data, (True, False)) != _STR:
             style = "'"
         else:
@@ -34,12 +41,14 @@ def _dumper() -> Any:
 
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False  # the builders' key order is the output's
+    # the builders' key order is the output's (the attribute's stub says None)
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 4096  # never fold long values
     yaml.representer.ignore_aliases = lambda _data: True  # shared values: write them out again
     yaml.representer.add_representer(str, represent_str)
     yaml.representer.add_representer(Quoted, represent_str)
+    yaml.representer.add_representer(Block, represent_str)
     return yaml
 
 

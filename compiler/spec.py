@@ -1,4 +1,4 @@
-"""YAML bytes to a validated TrainingSpec: load, merge onto the profile, validate, check rules."""
+"""YAML bytes to a validated spec: load, merge onto the profile, validate, check rules."""
 
 from __future__ import annotations
 
@@ -10,30 +10,31 @@ from typing import Any, NamedTuple
 
 from paddlegen.compiler.loader import Document, Path, load_text
 from paddlegen.compiler.problems import Problem, SpecError, dotted
-from paddlegen.schema import PROFILES, SPEC_MODELS, TrainingSpec
+from paddlegen.compiler.profile import Profile
+from paddlegen.profiles import PROFILES
 from paddlegen.schema.models import SpecBase
 from paddlegen.schema.patterns import MEANING_BY_REGEX
 
 
-def profile_file(name: str) -> Any:
-    return resources.files("paddlegen.profiles").joinpath(f"{name}.yaml")
-
-
 @cache
 def profile_document(name: str) -> Document:
-    return load_text(profile_file(name).read_bytes(), f"profiles/{name}.yaml")
+    """The profile's defaults (package data: paddlegen.profiles/<name>.yaml)."""
+    data = resources.files("paddlegen.profiles").joinpath(PROFILES[name].defaults_file)
+    return load_text(data.read_bytes(), f"profiles/{name}.yaml")
 
 
 def schema_text() -> str:
     """The JSON Schema of a spec as written: fields every profile fills in are optional."""
     from paddlegen.schema.json_schema import user_schema
 
-    defaults = {name: profile_document(name).data for name in PROFILES}
-    return json.dumps(user_schema(defaults), indent=2, ensure_ascii=False) + "\n"
+    models = [(name, profile.model, profile_document(name).data)
+              for name, profile in PROFILES.items()]
+    return json.dumps(user_schema(models), indent=2, ensure_ascii=False) + "\n"
 
 
 class ValidSpec(NamedTuple):
-    spec: TrainingSpec
+    profile: Profile[Any, Any]
+    spec: SpecBase
     warnings: tuple[Problem, ...]
 
 
@@ -43,22 +44,21 @@ def load_spec(raw: bytes, filename: str, strict: bool = False,
 
     Warnings are returned, or with `strict` raised as errors. `kube_version` overrides the
     spec's kubeVersion (the command line's --kube-version)."""
-    from paddlegen.compiler.rules import check_rules
-
     document = load_text(raw, filename)
-    profile = document.data.get("profile")
-    if profile not in PROFILES:
-        raise SpecError([profile_problem(document, profile)])
-    merged = merge(profile_document(profile), document)
-    spec = validate(merged, SPEC_MODELS[profile])
+    name = document.data.get("profile")
+    if not isinstance(name, str) or name not in PROFILES:
+        raise SpecError([profile_problem(document, name)])
+    profile = PROFILES[name]
+    merged = merge(profile_document(name), document)
+    spec = validate(merged, profile.model)
     if kube_version:
         spec = spec.model_copy(update={"kube_version": kube_version})
-    problems = [Problem(merged.position(path), dotted(path), rule, message,
-                        "error" if strict else severity)
-                for path, rule, message, severity in check_rules(spec)]
+    problems = [Problem(merged.position(path), dotted(path), rule.name, message,
+                        "error" if strict else rule.severity)
+                for rule in profile.rules for path, message in rule.check(spec)]
     if any(p.severity == "error" for p in problems):
         raise SpecError(problems)
-    return ValidSpec(spec, tuple(problems))
+    return ValidSpec(profile, spec, tuple(problems))
 
 
 def profile_problem(document: Document, profile: object) -> Problem:
@@ -82,11 +82,11 @@ def merge(base: Document, override: Document) -> Document:
                     {**base.keys, **override.keys}, {**base.texts, **override.texts})
 
 
-def validate(document: Document, model: type[SpecBase]) -> TrainingSpec:
+def validate(document: Document, model: type[SpecBase]) -> SpecBase:
     from pydantic import ValidationError
 
     try:
-        return model.model_validate(document.data)  # type: ignore[return-value]
+        return model.model_validate(document.data)
     except ValidationError as error:
         raise SpecError(pydantic_problem(document, model, e) for e in error.errors()) from None
 
@@ -133,7 +133,7 @@ def describe(error: Any, source: str | None) -> str:
     if kind == "string_pattern_mismatch":
         meaning = MEANING_BY_REGEX.get(error["ctx"]["pattern"], "the field's pattern")
         return f"{value!r} is not {meaning}"
-    message = error["msg"][0].lower() + error["msg"][1:]
+    message = str(error["msg"][0].lower() + error["msg"][1:])
     if kind == "string_type" and source is not None and not isinstance(value, (dict, list)):
         lost = "; YAML dropped its leading zero" if source.startswith("0") and source != "0" else ""
         return (f"{message}: write {json.dumps(source)} in quotes; unquoted, YAML reads "

@@ -164,7 +164,7 @@ def drift(out_dir: Path, artifacts: Sequence[Artifact]) -> str:
     owned = previously_owned(out_dir)
     k8s = out_dir / K8S_DIR
     foreign = {f"{K8S_DIR}/{p.name}" for p in k8s.iterdir()} if k8s.is_dir() else set()
-    chunks = []
+    chunks: list[str] = []
     for path in sorted(expected.keys() | owned | foreign):
         on_disk = out_dir / path
         actual = read_text(on_disk)

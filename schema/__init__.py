@@ -1,5 +1,1 @@
-"""The paddlegen spec: pydantic models and the exported JSON Schema."""
-
-from paddlegen.schema.models import PROFILES, SPEC_MODELS, TrainingSpec
-
-__all__ = ["PROFILES", "SPEC_MODELS", "TrainingSpec"]
+"""The paddlegen spec: the models its profiles share, the grammars, the JSON Schema export."""

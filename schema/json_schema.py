@@ -4,29 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
-
-from paddlegen.schema.models import SPEC_MODELS, TrainingSpec
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 TITLE = "paddlegen TrainingJob spec (apiVersion paddlegen/v1)"
 
 
-def user_schema(profile_defaults: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One schema for every profile, chosen by `profile`; `profile_defaults` by profile name."""
-    schema = TypeAdapter(TrainingSpec).json_schema(by_alias=True)
-    for profile, defaults in profile_defaults.items():
-        model = SPEC_MODELS[profile]
-        _relax(model, defaults, schema["$defs"][model.__name__], schema["$defs"])
+def user_schema(profiles: list[tuple[str, type[BaseModel], dict[str, Any]]]) -> dict[str, Any]:
+    """One schema for every profile, chosen by `profile`; each entry is a profile's name, spec
+    model and defaults."""
+    _, schema = models_json_schema([(model, "validation") for _, model, _ in profiles],
+                                   by_alias=True)
+    defs = schema["$defs"]
+    for _, model, defaults in profiles:
+        _relax(model, defaults, defs[model.__name__], defs)
     # `profile` picks the model. if/then (rather than oneOf) makes validators and editors report
     # the errors of that profile's model alone.
-    choices = [{"if": {"properties": {"profile": {"const": profile}}},
+    choices = [{"if": {"properties": {"profile": {"const": name}}},
                 "then": {"$ref": f"#/$defs/{model.__name__}"}}
-               for profile, model in SPEC_MODELS.items()]
+               for name, model, _ in profiles]
     return {"$schema": DRAFT, "title": TITLE, "type": "object", "required": ["profile"],
-            "properties": {"profile": {"enum": list(SPEC_MODELS),
+            "properties": {"profile": {"enum": [name for name, _, _ in profiles],
                                        "description": "Which way to run; picks the fields."}},
-            "allOf": choices, "$defs": schema["$defs"]}
+            "allOf": choices, "$defs": dict(sorted(defs.items()))}
 
 
 def _relax(model: type[BaseModel], defaults: dict[str, Any], node: dict[str, Any],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(
     {"PYTHONHASHSEED": "0", "TZ": "Pacific/Kiritimati", "LC_ALL": "C"},
     {"PYTHONHASHSEED": "987654", "TZ": "America/Adak", "LC_ALL": "C.UTF-8"},
 ])
-def test_every_golden_tree_is_reproduced_under_other_seeds_and_zones(environment: dict) -> None:
+def test_every_golden_tree_is_reproduced_under_other_seeds_and_zones(
+        environment: dict[str, str]) -> None:
     result = run_cli("check", *GOLDEN_SPECS, env=environment)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -53,7 +55,7 @@ def test_a_build_failing_while_staging_leaves_the_previous_tree(
     before = tree(out)
     changed = build(kube_aws_spec.read_bytes().replace(b"trainerCount: 3", b"trainerCount: 5"),
                     "spec.yaml")
-    real_fsync, calls = writer.os.fsync, []
+    real_fsync, calls = os.fsync, list[int]()
 
     def failing_fsync(fd: int) -> None:
         calls.append(fd)
@@ -61,7 +63,7 @@ def test_a_build_failing_while_staging_leaves_the_previous_tree(
             raise OSError(28, "No space left on device")
         real_fsync(fd)
 
-    monkeypatch.setattr(writer.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     with pytest.raises(writer.WriteError, match="No space left"):
         writer.write_tree(out, changed.artifacts)
     assert tree(out) == before
@@ -75,15 +77,15 @@ def test_a_build_failing_while_moving_files_in_puts_everything_back(
     before = tree(out)
     renamed = build(kube_aws_spec.read_bytes().replace(b"name: paddle-cluster-job",
                                                        b"name: renamed-job"), "spec.yaml")
-    real_replace, calls = writer.os.replace, []
+    real_replace, calls = os.replace, list[object]()
 
-    def failing_replace(source: object, target: object) -> None:
+    def failing_replace(source: str, target: str) -> None:
         calls.append(target)
         if len(calls) == 9:
             raise OSError(5, "Input/output error")
         real_replace(source, target)
 
-    monkeypatch.setattr(writer.os, "replace", failing_replace)
+    monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(writer.WriteError, match="Input/output error"):
         writer.write_tree(out, renamed.artifacts)
     assert tree(out) == before

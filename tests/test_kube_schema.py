@@ -1,66 +1,142 @@
-"""Every generated Kubernetes object passes the official OpenAPI schema in strict mode."""
+"""Every generated Kubernetes object passes the schema of the release its profile targets, in
+strict mode, and the check can fail."""
 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
-from paddlegen.compiler.build import ManifestError, build, check_manifests
-from paddlegen.compiler.kube_schema import UnsupportedVersion, supported_versions, violations
+from paddlegen.compiler.build import Manifest, ManifestError, build, check_manifests
+from paddlegen.compiler.kube_schema import (
+    UnsupportedVersion,
+    Violation,
+    source,
+    supported_versions,
+    violations,
+)
+from paddlegen.compiler.render import to_yaml
 
 from conftest import GOLDEN_SPECS
 
-BUILDS = [build(spec.read_bytes(), str(spec)) for spec in GOLDEN_SPECS]
-MANIFESTS = [m for result in BUILDS for m in result.manifests]
-KUBE_VERSION = BUILDS[0].plan.spec.kube_version
+BUILDS = {spec.parent.name: build(spec.read_bytes(), str(spec)) for spec in GOLDEN_SPECS}
+CHECKED = [(m, result.plan.meta.target.kube.schema)
+           for result in BUILDS.values() for m in result.manifests]
 
 
-@pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda m: m.path)
-def test_object_is_valid_in_strict_mode(manifest) -> None:
-    assert violations(manifest.obj, KUBE_VERSION) == []
+def job(name: str) -> dict[str, Any]:
+    """A copy of the training Job of golden `name` (applied last)."""
+    training = BUILDS[name].manifests[-1].obj
+    assert training["kind"] == "Job"
+    return copy.deepcopy(training)
 
 
-@pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda m: m.path)
-def test_object_survives_the_official_client_models(manifest) -> None:
+@pytest.mark.parametrize(("manifest", "schema"), CHECKED, ids=lambda c: getattr(c, "path", c))
+def test_object_is_valid_in_strict_mode_for_its_release(manifest: Manifest, schema: str) -> None:
+    assert violations(manifest.obj, schema) == []
+
+
+def test_each_golden_is_checked_against_its_own_release() -> None:
+    assert {name: result.plan.meta.target.kube.schema for name, result in BUILDS.items()} == {
+        "kube-aws": "1.5", "kube-aws-v0.9.9": "1.8", "kube-up": "1.5", "local": "1.35"}
+
+
+@pytest.mark.parametrize(("manifest", "schema"), CHECKED, ids=lambda c: getattr(c, "path", c))
+def test_object_survives_the_official_client_models(manifest: Manifest, schema: str) -> None:
     """A second, independent reading: the kubernetes client's own models keep every field."""
     from kubernetes.client import ApiClient
 
     client = ApiClient()
     model = f"V1{manifest.obj['kind']}"
-    typed = client._ApiClient__deserialize(copy.deepcopy(manifest.obj), model)
-    assert client.sanitize_for_serialization(typed) == manifest.obj
+    typed = client._ApiClient__deserialize(copy.deepcopy(manifest.obj), model)  # type: ignore[attr-defined]
+    assert client.sanitize_for_serialization(typed) == manifest.obj  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    (("spec", "backoffLimit"), 0),
+    (("spec", "template", "spec", "initContainers"), [{"name": "wait", "image": "busybox"}]),
+    (("spec", "template", "spec", "automountServiceAccountToken"), False),
+])
+def test_the_1_5_schema_refuses_what_1_8_added(path: tuple[str, ...], value: object) -> None:
+    obj = job("kube-aws-v0.9.9")
+    for key in ("backoffLimit",):
+        obj["spec"].pop(key, None)
+    obj["spec"]["template"]["spec"].pop("initContainers", None)
+    obj["spec"]["template"]["spec"].pop("serviceAccountName", None)
+    assert violations(obj, "1.5") == []
+    node = obj
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    assert violations(obj, "1.8") == []
+    [found] = violations(obj, "1.5")
+    assert found.path == path[:-1] and repr(path[-1]) in found.message
+
+
+def test_the_1_5_schema_refuses_the_1_8_volume_fields() -> None:
+    pv = next(m.obj for m in BUILDS["kube-aws-v0.9.9"].manifests
+              if m.obj["kind"] == "PersistentVolume")
+    assert pv["spec"]["mountOptions"] and pv["spec"]["storageClassName"] == ""
+    assert violations(pv, "1.8") == []
+    assert sorted(v.message for v in violations(pv, "1.5")) == [
+        "Additional properties are not allowed ('mountOptions', 'storageClassName' were "
+        "unexpected)"]
 
 
 def test_strict_mode_rejects_an_unknown_field() -> None:
-    job = copy.deepcopy(next(m.obj for m in MANIFESTS if m.obj["kind"] == "Job"))
-    job["spec"]["template"]["spec"]["containers"][0]["hostPorts"] = [7164]
-    [problem] = violations(job, KUBE_VERSION)
-    assert problem.startswith("spec.template.spec.containers[0]: ")
-    assert "hostPorts" in problem
+    obj = job("local")
+    obj["spec"]["template"]["spec"]["containers"][0]["hostPorts"] = [7164]
+    [problem] = violations(obj, "1.35")
+    assert problem.path == ("spec", "template", "spec", "containers", 0)
+    assert "hostPorts" in problem.message
 
 
 def test_a_wrong_type_is_reported_with_its_path() -> None:
-    job = copy.deepcopy(next(m.obj for m in MANIFESTS if m.obj["kind"] == "Job"))
-    job["spec"]["parallelism"] = "3"
-    assert violations(job, KUBE_VERSION) == [
-        "spec.parallelism: '3' is not of type 'integer', 'null'"]
+    obj = job("local")
+    obj["spec"]["parallelism"] = "3"
+    assert violations(obj, "1.35") == [
+        Violation(("spec", "parallelism"), "'3' is not of type 'integer', 'null'")]
 
 
-def test_build_fails_naming_the_file_and_object() -> None:
-    manifest = copy.deepcopy(MANIFESTS[0])
-    manifest.obj["spec"]["bogus"] = 1
+def test_init_containers_inside_the_1_5_annotation_are_checked_as_containers() -> None:
+    obj = job("kube-aws")
+    annotations = obj["spec"]["template"]["metadata"]["annotations"]
+    [key] = annotations
+    annotations[key] = annotations[key].replace('"image"', '"imagee"')
+    [problem] = violations(obj, "1.5")
+    assert problem.path[-1] == key
+    assert "'imagee' was unexpected" in problem.message
+
+
+def test_a_kind_the_release_lacks_is_a_clean_violation() -> None:
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r"}, "rules": []}
+    assert violations(role, "1.5") == [
+        Violation((), "Kubernetes 1.5 serves no Role in rbac.authorization.k8s.io/v1")]
+    assert violations({"apiVersion": "example.com/v1", "kind": "Widget"}, "1.35") == [
+        Violation((), "Kubernetes 1.35 serves no Widget in example.com/v1")]
+
+
+def test_build_fails_with_problems_positioned_in_the_generated_file() -> None:
+    manifest = BUILDS["kube-aws"].manifests[0]
+    obj = copy.deepcopy(manifest.obj)
+    obj["spec"]["bogus"] = 1
+    broken = Manifest(manifest.path, obj, to_yaml(obj))
     with pytest.raises(ManifestError) as raised:
-        check_manifests((manifest,), KUBE_VERSION)
-    [line] = raised.value.lines
-    assert line.startswith(f"{manifest.path}: PersistentVolume/default-efsvol: spec: ")
-    assert "strict" in line
+        check_manifests((broken,), "1.5")
+    [problem] = raised.value.problems
+    line = broken.text.splitlines().index("spec:") + 2  # where the value of spec begins
+    assert str(problem).startswith(f"{manifest.path}:{line}:3: spec: PersistentVolume/")
+    assert "'bogus' was unexpected" in str(problem)
+    assert "kubernetes==1.0.2" in str(problem) and str(problem).endswith("[kube-schema]")
 
 
 def test_unknown_kubernetes_release_is_refused() -> None:
-    with pytest.raises(UnsupportedVersion, match="available: "):
-        violations(MANIFESTS[0].obj, "1.2")
+    with pytest.raises(UnsupportedVersion, match=r"available: 1\.5, 1\.8, "):
+        source("1.2")
 
 
-def test_default_release_is_bundled() -> None:
-    assert KUBE_VERSION in supported_versions()
+def test_vendored_and_bundled_releases_are_supported() -> None:
+    assert supported_versions()[:2] == ["1.5", "1.8"]
+    assert "1.35" in supported_versions()

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,8 @@ def user_repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def try_hooks(hooks_repo: Path, hook_env: dict[str, str], user_repo: Path):
+def try_hooks(hooks_repo: Path, hook_env: dict[str, str],
+              user_repo: Path) -> Callable[[], subprocess.CompletedProcess[str]]:
     """Run every hook of the repository under test on all files of the user's repository."""
     def run() -> subprocess.CompletedProcess[str]:
         git(user_repo, "add", "-A")
@@ -81,8 +83,8 @@ def hook_result(output: str, name: str) -> str:
     return line.rsplit(".", 1)[1]
 
 
-def test_hooks_pass_on_good_specs_and_fail_on_bad_or_drifted_ones(user_repo: Path,
-                                                                  try_hooks) -> None:
+def test_hooks_pass_on_good_specs_and_fail_on_bad_or_drifted_ones(
+        user_repo: Path, try_hooks: Callable[[], subprocess.CompletedProcess[str]]) -> None:
     # each try-repo installs paddlegen into a fresh hook environment: so two runs, not four
     clean = try_hooks()
     assert clean.returncode == 0, clean.stdout + clean.stderr

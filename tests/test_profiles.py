@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from paddlegen.compiler.build import build
+from paddlegen.profiles import PROFILES
+
 from conftest import GOLDEN, GOLDEN_SPECS, run_cli
 
 
@@ -19,8 +22,11 @@ def objects(profile: str) -> list[dict[str, Any]]:
     return [yaml.load(p) for p in sorted((GOLDEN / profile / "out" / "k8s").glob("*.yaml"))]
 
 
-def test_every_profile_has_a_golden_example() -> None:
-    assert sorted(p.parent.name for p in GOLDEN_SPECS) == ["kube-aws", "kube-up", "local"]
+def test_every_profile_and_release_has_a_golden_example() -> None:
+    assert sorted(p.parent.name for p in GOLDEN_SPECS) == [
+        "kube-aws", "kube-aws-v0.9.9", "kube-up", "local"]
+    assert {build(p.read_bytes(), "spec.yaml").profile.name for p in GOLDEN_SPECS} == set(
+        PROFILES)
 
 
 def test_local_is_one_paddle_train_with_the_seed_flags_and_no_aws() -> None:
@@ -66,12 +72,12 @@ def test_kube_up_env_sets_a_region_not_a_zone() -> None:
 
 
 def test_kube_up_trainers_mount_the_hosts_efs_directory() -> None:
-    kinds = [o["kind"] for o in objects("kube-up")]
-    assert kinds == ["ServiceAccount", "Role", "RoleBinding", "Job"]
-    job = objects("kube-up")[-1]
+    # Kubernetes 1.5: kube-up's ABAC policy lets every service account read the pods
+    [job] = objects("kube-up")
+    assert job["kind"] == "Job"
     pod = job["spec"]["template"]["spec"]
     [volume] = pod["volumes"]
-    assert volume["hostPath"] == {"path": "/home/admin/efs", "type": "Directory"}
+    assert volume["hostPath"] == {"path": "/home/admin/efs"}  # no type before 1.8
     [container] = pod["containers"]
     assert container["volumeMounts"] == [{"name": volume["name"], "mountPath": "/home/jobpath"}]
     env = {e["name"]: e["value"] for e in container["env"]}
@@ -79,7 +85,7 @@ def test_kube_up_trainers_mount_the_hosts_efs_directory() -> None:
     assert env["TRAIN_CONFIG_DIR"] == "recommendation"
     assert [p["hostPort"] for p in container["ports"]] == [7164, 7165, 7166, 7167]
     assert job["spec"]["parallelism"] == 3
-    assert pod["serviceAccountName"] == objects("kube-up")[0]["metadata"]["name"]
+    assert "serviceAccountName" not in pod and "backoffLimit" not in job["spec"]
 
 
 def test_kube_up_runbook_attaches_nine_policies_without_kms() -> None:
@@ -135,8 +141,8 @@ def test_kube_aws_runbook_steps_are_in_the_order_that_works() -> None:
              "kube-aws up --s3-uri s3://paddle-kube-aws-assets/paddle-cluster",
              "create-security-group", "--protocol tcp --port 2049",
              "create-file-system", "create-mount-target",
-             'create -f "$OUT/k8s/01-persistentvolume', "wait --for=condition=complete",
-             'create -f "$OUT/k8s/07-job-paddle-cluster-job.yaml"', "train.log", "server.log",
+             'create -f "$OUT/k8s/01-persistentvolume', "{.status.succeeded}",
+             'create -f "$OUT/k8s/04-job-paddle-cluster-job.yaml"', "train.log", "server.log",
              "delete-mount-target", "delete-file-system", "LoadBalancer", "kube-aws destroy"]
     positions = [runbook.index(step) for step in steps]
     assert positions == sorted(positions)
@@ -174,3 +180,27 @@ def test_explain_local_shows_the_single_trainer() -> None:
                                "json").stdout)
     [process] = facts["processes"]
     assert process["trainer"]["argv"][:3] == ["paddle", "train", "--config=trainer_config.lr.py"]
+
+
+def test_kube_up_needs_no_bucket() -> None:
+    spec = (GOLDEN / "kube-up" / "spec.yaml").read_text()
+    without = spec.replace("  s3Uri: s3://mycompany-kubernetes-artifacts\n", "")
+    assert without != spec
+    [env] = [a.text for a in build(without.encode(), "spec.yaml").artifacts
+             if a.path == "aws/kube-up.env"]
+    # kube-up.sh then stages in kubernetes-staging-<hash> of its own
+    assert "AWS_S3_BUCKET" not in env and "export KUBE_AWS_ZONE=us-west-2a\n" in env
+
+
+@pytest.mark.parametrize(("golden", "target"), [
+    ("kube-aws", "kube-aws v0.9.1, Kubernetes 1.4.6"),
+    ("kube-aws-v0.9.9", "kube-aws v0.9.9, Kubernetes 1.8.4"),
+    ("kube-up", "cluster/kube-up.sh of Kubernetes v1.5.8, Kubernetes 1.5.8"),
+    ("local", "a one-machine cluster (kind, minikube), Kubernetes 1.35"),
+])
+def test_runbook_and_explain_name_the_target_releases(golden: str, target: str) -> None:
+    spec = GOLDEN / golden / "spec.yaml"
+    assert f"Target: {target}" in (spec.parent / "out" / "RUNBOOK.md").read_text()
+    facts = json.loads(run_cli("explain", spec, "--format", "json").stdout)
+    assert facts["target"]["description"].startswith(target)
+    assert f"  target              {target}" in run_cli("explain", spec).stdout

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from paddlegen.compiler.problems import SpecError
 from paddlegen.compiler.reference import rules_reference
-from paddlegen.compiler.rules import RULES, quantity
+from paddlegen.compiler.rules import quantity
 from paddlegen.compiler.spec import load_spec
+from paddlegen.profiles import PROFILES
 
 from conftest import GOLDEN, ROOT, run_cli
 
@@ -114,11 +115,81 @@ def test_quantity_agrees_with_the_kubernetes_client(number: Decimal, suffix: str
     from kubernetes.utils.quantity import parse_quantity
 
     text = f"{number}{suffix}"
-    assert quantity(text) == parse_quantity(text)
+    assert quantity(text) == parse_quantity(text)  # type: ignore[no-untyped-call]
 
 
 def test_rules_reference_is_current_and_lists_every_rule() -> None:
     assert (ROOT / "docs" / "rules.md").read_text() == rules_reference(), (
         "docs/rules.md is stale: paddlegen rules > docs/rules.md")
-    for name in RULES:
-        assert f"| `{name}` |" in rules_reference()
+    for profile in PROFILES.values():
+        for rule in profile.rules:
+            assert f"| `{rule.name}` |" in rules_reference()
+            assert rule.doc, rule.name
+
+
+KUBE_UP = (GOLDEN / "kube-up" / "spec.yaml").read_text()
+
+
+@pytest.mark.parametrize(("spec", "version", "words"), [
+    (KUBE_AWS, "1.35", "kube-aws v0.9.1 deploys Kubernetes 1.4.6, not 1.35"),
+    (KUBE_AWS.replace("  name: paddle-cluster\n", "  name: paddle-cluster\n"
+                      "  kubeAwsVersion: v0.9.9\n"), "1.4", "kube-aws v0.9.9 deploys Kubernetes "
+                                                            "1.8.4, not 1.4"),
+    (KUBE_UP, "1.8", "cluster/kube-up.sh of Kubernetes v1.5.8 deploys Kubernetes 1.5.8"),
+])
+def test_a_kube_version_other_than_the_target_is_refused(spec: str, version: str,
+                                                          words: str) -> None:
+    with_version = spec.replace("profile: ", f'kubeVersion: "{version}"\nprofile: ')
+    [(path, rule, message)] = problems_of(with_version)
+    assert (path, rule) == ("kubeVersion", "kube-version")
+    assert words in message
+
+
+@pytest.mark.parametrize(("spec", "version"), [(KUBE_AWS, "1.4"), (KUBE_UP, "1.5")])
+def test_the_derived_kube_version_may_be_written_out(spec: str, version: str) -> None:
+    load_spec(spec.replace("profile: ", f'kubeVersion: "{version}"\nprofile: ').encode(), "s")
+
+
+def test_the_command_line_cannot_move_a_derived_release() -> None:
+    with pytest.raises(SpecError) as raised:
+        load_spec(KUBE_AWS.encode(), "spec.yaml", kube_version="1.35")
+    [problem] = raised.value.problems
+    assert (problem.path, problem.rule) == ("kubeVersion", "kube-version")
+
+
+@pytest.mark.parametrize(("edit", "path", "rule", "words"), [
+    (("nodes: 3\n", "nodes: 1\n"), "training.nodes", "split-count", "expr 1 - 1"),
+    (("name: paddle-cluster\n", "name: paddle-cluster\n  recordSetTTL: 60\n"),
+     "cluster.recordSetTTL", "record-set", "only with createRecordSet"),
+])
+def test_kube_aws_rules_from_the_tools_own_checks(edit: tuple[str, str], path: str, rule: str,
+                                                  words: str) -> None:
+    spec = KUBE_AWS.replace(*edit).replace("  gradientServers: 3\n", "")
+    [(found_path, found_rule, message)] = problems_of(spec)
+    assert (found_path, found_rule) == (path, rule)
+    assert words in message
+
+
+def test_one_part_is_fine_with_a_data_image_of_ones_own() -> None:
+    load_spec(KUBE_AWS.replace("nodes: 3", "nodes: 1").replace("workerCount: 3", "workerCount: 1")
+              .replace("gradientServers: 3", "gradientServers: 1")
+              .replace("image: paddlepaddle/paddle-tutorial:k8s_data", "image: me/data:v1")
+              .encode(), "spec.yaml")
+
+
+def test_v0_9_9_limits_the_cluster_name_by_its_iam_role_name() -> None:
+    v099 = KUBE_AWS.replace("  name: paddle-cluster\n", "  name: paddle-training-cluster-east\n"
+                            "  kubeAwsVersion: v0.9.9\n")
+    [(path, rule, message)] = problems_of(v099)
+    assert (path, rule) == ("cluster.name", "iam-role-name")
+    # paddle-training-cluster-east-Controlplane-PRK1CVQNY7XZ-us-west-2- has 64 + 1 characters
+    assert "at most 27 characters" in message
+    load_spec(v099.replace("kubeAwsVersion: v0.9.9", "kubeAwsVersion: v0.9.1").encode(), "s")
+
+
+def test_v0_9_9_finds_the_hosted_zone_by_id_only() -> None:
+    v099 = with_cluster("  kubeAwsVersion: v0.9.9\n  createRecordSet: true\n"
+                        "  hostedZone: example.com\n")
+    [(path, rule, message)] = problems_of(v099)
+    assert (path, rule) == ("cluster.createRecordSet", "record-set")
+    assert "hostedZoneId" in message

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -28,13 +30,15 @@ def validator() -> jsonschema.Validator:
 
 
 @pytest.mark.parametrize("spec", GOLDEN_SPECS, ids=lambda p: p.parent.name)
-def test_golden_specs_are_valid_against_the_schema(spec, validator) -> None:
+def test_golden_specs_are_valid_against_the_schema(
+        spec: Path, validator: jsonschema.Validator) -> None:
     assert list(validator.iter_errors(YAML(typ="safe", pure=True).load(spec))) == []
 
 
-def test_schema_lets_profiles_fill_defaults_but_not_the_essentials(validator) -> None:
-    minimal = {"apiVersion": "paddlegen/v1", "kind": "TrainingJob", "profile": "local",
-               "metadata": {"name": "job"}}
+def test_schema_lets_profiles_fill_defaults_but_not_the_essentials(
+        validator: jsonschema.Validator) -> None:
+    minimal: dict[str, Any] = {"apiVersion": "paddlegen/v1", "kind": "TrainingJob",
+                               "profile": "local", "metadata": {"name": "job"}}
     assert list(validator.iter_errors(minimal)) == []
     spec = YAML(typ="safe", pure=True).load(ROOT / "golden" / "kube-aws" / "spec.yaml")
     for key in ("port", "portsNum", "image", "configDir"):
@@ -45,7 +49,7 @@ def test_schema_lets_profiles_fill_defaults_but_not_the_essentials(validator) ->
     assert "'nodes' is a required property" in error.message
 
 
-def test_schema_rejects_unknown_keys(validator) -> None:
+def test_schema_rejects_unknown_keys(validator: jsonschema.Validator) -> None:
     spec = YAML(typ="safe", pure=True).load(GOLDEN_SPECS[0])
     spec["training"]["portz"] = 1
     assert any("portz" in e.message for e in validator.iter_errors(spec))

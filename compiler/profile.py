@@ -1,0 +1,54 @@
+"""What a profile is: one unit of model, defaults, rules, target, derivation, builders, runbook
+and explanation. Each profile is a module of paddlegen.profiles; the registry there lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from paddlegen.compiler.plan import Meta
+from paddlegen.compiler.rules import Rule
+from paddlegen.compiler.targets import Target
+from paddlegen.schema.models import SpecBase
+
+Object = dict[str, Any]
+
+
+class Plan(Protocol):
+    """Every profile's plan names its objects' owner and target."""
+
+    @property
+    def meta(self) -> Meta: ...
+
+
+S = TypeVar("S", bound=SpecBase)
+P = TypeVar("P", bound=Plan)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What `explain` prints: facts as data (--format json), summary rows and notes for text."""
+
+    facts: dict[str, Any]  # includes "processes": what each pod runs
+    rows: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Profile(Generic[S, P]):
+    name: str
+    summary: str  # one line: what it deploys, from which seeds
+    model: type[S]  # the spec after merging onto the defaults (profiles/<name>.yaml)
+    rules: tuple[Rule[S], ...]  # cross-field rules, in report order
+    target: Callable[[S], Target]  # the releases the spec deploys with
+    derive: Callable[[S], P]
+    objects: Callable[[P], list[Object]]  # Kubernetes objects, in apply order
+    files: Callable[[P], dict[str, str]]  # the other files, by path (aws/...)
+    runbook: Callable[[P, list[str]], str]  # plan and manifest paths -> RUNBOOK.md
+    explain: Callable[[P], Explanation]
+
+    @property
+    def defaults_file(self) -> str:
+        return f"{self.name}.yaml"

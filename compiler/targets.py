@@ -1,0 +1,86 @@
+"""The releases a profile deploys to, and what each Kubernetes release serves.
+
+Emitters ask the release, never a version string: a field appears only where the cluster the
+runbook builds has it, and the objects are checked against that release's own schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KubeRelease:
+    """A Kubernetes release, and the schema set its objects are checked against."""
+
+    version: str  # as the cluster runs it: "1.4.6", "1.8.4", "1.5", "1.35"
+    schema: str  # schema set: "1.5" stands in for 1.4 (the closest published API)
+
+    @property
+    def minor(self) -> str:
+        """"1.4.6" -> "1.4": the value of the spec's kubeVersion."""
+        return ".".join(self.version.split(".")[:2])
+
+    def since(self, minor: int) -> bool:
+        return int(self.version.split(".")[1]) >= minor
+
+    # Each property names the release that introduced the field or API (the API reference and
+    # the changelogs of each release).
+    @property
+    def rbac_v1(self) -> bool:
+        """rbac.authorization.k8s.io/v1 (1.8)."""
+        return self.since(8)
+
+    @property
+    def init_containers_field(self) -> bool:
+        """PodSpec.initContainers (1.6); before, the pod.beta annotation (1.4, 1.5)."""
+        return self.since(6)
+
+    @property
+    def automount_token_field(self) -> bool:
+        """PodSpec.automountServiceAccountToken (1.6)."""
+        return self.since(6)
+
+    @property
+    def storage_class_name_field(self) -> bool:
+        """PersistentVolume(Claim)Spec.storageClassName (1.6)."""
+        return self.since(6)
+
+    @property
+    def mount_options_field(self) -> bool:
+        """PersistentVolumeSpec.mountOptions (1.8)."""
+        return self.since(8)
+
+    @property
+    def host_path_type_field(self) -> bool:
+        """HostPathVolumeSource.type (1.8)."""
+        return self.since(8)
+
+    @property
+    def backoff_limit_field(self) -> bool:
+        """JobSpec.backoffLimit (1.8); before, a failed pod is replaced until the deadline."""
+        return self.since(8)
+
+    @property
+    def kubectl_wait(self) -> bool:
+        """`kubectl wait` (1.11)."""
+        return self.since(11)
+
+    @property
+    def kubectl_kustomize(self) -> bool:
+        """`kubectl apply -k` (1.14)."""
+        return self.since(14)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a spec deploys with: the tool that makes the cluster and the Kubernetes it runs."""
+
+    tool: str  # "kube-aws v0.9.1", "cluster/kube-up.sh of Kubernetes 1.5", "any cluster"
+    kube: KubeRelease
+
+    def describe(self) -> str:
+        schema = "" if self.kube.schema == self.kube.minor else (
+            f" (objects checked against the Kubernetes {self.kube.schema} API, the closest "
+            "published schema)")
+        return f"{self.tool}, Kubernetes {self.kube.version}{schema}"

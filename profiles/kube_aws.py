@@ -1,0 +1,611 @@
+"""Profile `kube-aws` (seeds 001 and 003): a kube-aws cluster on AWS, EFS as a PersistentVolume,
+the data-preparation Job and the parameter-server training Job.
+
+Two kube-aws releases, chosen by cluster.kubeAwsVersion, each with its own cluster.yaml dialect
+and its own Kubernetes: v0.9.1 (the seeds'; flat keys, Kubernetes 1.4.6, no authorizer, so no
+RBAC objects) and v0.9.9 (node pools and API endpoints; Kubernetes 1.8.4 with RBAC).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+from shlex import quote as q
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from paddlegen.compiler import runbook as rb
+from paddlegen.compiler.explain import pserver_explanation
+from paddlegen.compiler.kube_objects import (
+    Object,
+    data_job,
+    persistent_volume,
+    persistent_volume_claim,
+    pod_reader,
+    training_job,
+)
+from paddlegen.compiler.plan import (
+    DATA_MOUNT,
+    ClaimVolume,
+    DataJob,
+    EfsVolume,
+    Meta,
+    PserverTraining,
+    bucket_of,
+    pserver_training,
+)
+from paddlegen.compiler.profile import Explanation, Profile
+from paddlegen.compiler.render import Quoted, to_json, to_yaml
+from paddlegen.compiler.rules import (
+    Violation,
+    dataset_image_tag,
+    efs_region,
+    gradient_servers,
+    job_names,
+    kube_version,
+    port_range,
+    rule,
+    s3_bucket_name,
+    storage_request,
+    training_image_tag,
+    worker_capacity,
+    zone_in_region,
+)
+from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.schema import patterns as p
+from paddlegen.schema.models import (
+    ClusterTraining,
+    DatasetSettings,
+    EfsStorage,
+    SpecBase,
+    SpecModel,
+    text,
+)
+
+KubeAwsVersion = Literal["v0.9.1", "v0.9.9"]
+KUBE_AWS_RELEASES = "https://github.com/kubernetes-retired/kube-aws/releases/download"
+TARGETS: dict[str, Target] = {
+    "v0.9.1": Target("kube-aws v0.9.1", KubeRelease("1.4.6", "1.5")),
+    "v0.9.9": Target("kube-aws v0.9.9", KubeRelease("1.8.4", "1.8")),
+}
+
+# What kube-aws does to its CloudFormation stack (seed 001/003's inline policy).
+CLOUDFORMATION_ACTIONS = (
+    "cloudformation:CreateStack",
+    "cloudformation:UpdateStack",
+    "cloudformation:DeleteStack",
+    "cloudformation:DescribeStacks",
+    "cloudformation:DescribeStackResource",
+    "cloudformation:GetTemplate",
+    "cloudformation:DescribeStackEvents",
+)
+
+
+class KubeAwsCluster(SpecModel):
+    """AWS settings of a kube-aws cluster (seeds 001 and 003)."""
+
+    kube_aws_version: KubeAwsVersion = Field(description=(
+        "The kube-aws release that builds the cluster: v0.9.1 (the seeds'; Kubernetes 1.4.6) "
+        "or v0.9.9 (Kubernetes 1.8.4, with RBAC); each reads its own cluster.yaml."))
+    name: Annotated[str, text(p.STACK_NAME, "Cluster name; kube-aws uses it as the stack name.")]
+    region: Annotated[str, text(p.REGION, "AWS region, e.g. us-west-2.")]
+    availability_zone: Annotated[
+        str, text(p.ZONE, "Availability zone inside `region`, e.g. us-west-2a.")
+    ]
+    account_id: Annotated[
+        str, text(p.ACCOUNT_ID, "AWS account id: 12 digits, quoted so YAML keeps it a string.")
+    ]
+    key_name: Annotated[str, text(p.KEY_NAME, "Name of the EC2 key pair for SSH to the nodes.")]
+    kms_key_arn: Annotated[
+        str, text(p.KMS_KEY_ARN, "ARN of the KMS key that encrypts the cluster's TLS assets.")
+    ]
+    external_dns_name: Annotated[
+        str, text(p.HOSTNAME, "DNS name of the API server (kube-aws externalDNSName).")
+    ] = Field(alias="externalDNSName")
+    s3_uri: Annotated[str, text(p.S3_URI, "s3://bucket/prefix for `kube-aws up --s3-uri`.")]
+    worker_count: Annotated[
+        int | None,
+        Field(ge=1, le=1000, description="Worker nodes; defaults to training.nodes."),
+    ] = None
+    controller_instance_type: Annotated[
+        str | None, text(p.INSTANCE_TYPE, "EC2 instance type of the controller.")
+    ] = None
+    controller_root_volume_size: Annotated[
+        int | None, Field(ge=1, le=16384, description="Controller root disk, GiB.")
+    ] = None
+    worker_instance_type: Annotated[
+        str | None, text(p.INSTANCE_TYPE, "EC2 instance type of the workers.")
+    ] = None
+    worker_root_volume_size: Annotated[
+        int | None, Field(ge=1, le=16384, description="Worker root disk, GiB.")
+    ] = None
+    # kube-aws's network and DNS settings; unset ones keep kube-aws's defaults.
+    vpc_cidr: Annotated[
+        str | None, text(p.CIDR, "CIDR of the VPC (kube-aws default 10.0.0.0/16).")
+    ] = Field(default=None, alias="vpcCIDR")
+    instance_cidr: Annotated[
+        str | None, text(p.CIDR, "CIDR of the instances' subnet, inside vpcCIDR "
+                         "(default 10.0.0.0/24).")
+    ] = Field(default=None, alias="instanceCIDR")
+    pod_cidr: Annotated[
+        str | None, text(p.CIDR, "CIDR of the pods, outside vpcCIDR (default 10.2.0.0/16).")
+    ] = Field(default=None, alias="podCIDR")
+    service_cidr: Annotated[
+        str | None, text(p.CIDR, "CIDR of the Services, outside vpcCIDR and podCIDR "
+                         "(default 10.3.0.0/24).")
+    ] = Field(default=None, alias="serviceCIDR")
+    dns_service_ip: Annotated[
+        str | None, text(p.IPV4, "Cluster DNS address, inside serviceCIDR (default 10.3.0.10).")
+    ] = Field(default=None, alias="dnsServiceIP")
+    create_record_set: bool | None = Field(
+        default=None, description="Have kube-aws create the Route 53 record of externalDNSName.")
+    hosted_zone: Annotated[
+        str | None, text(p.HOSTNAME, "Route 53 hosted zone name for createRecordSet.")
+    ] = None
+    hosted_zone_id: Annotated[
+        str | None, text(p.HOSTED_ZONE_ID, "Route 53 hosted zone id for createRecordSet.")
+    ] = Field(default=None, alias="hostedZoneId")
+    record_set_ttl: Annotated[
+        int | None, Field(ge=1, description="TTL of the record set, seconds.")
+    ] = Field(default=None, alias="recordSetTTL")
+
+
+class KubeAwsSpec(SpecBase):
+    """Distributed training on a kube-aws cluster with EFS (seeds 001 and 003)."""
+
+    profile: Literal["kube-aws"] = Field(description="Which way to run.")
+    cluster: KubeAwsCluster = Field(description="The kube-aws cluster.")
+    storage: EfsStorage = Field(description="EFS for data, configs and output.")
+    dataset: DatasetSettings = Field(description="The data-preparation Job.")
+    training: ClusterTraining = Field(description="The parameter-server training Job.")
+
+
+def target(spec: KubeAwsSpec) -> Target:
+    return TARGETS[spec.cluster.kube_aws_version]
+
+
+# kube-aws v0.9.x's defaults for the settings its own checks compare.
+NETWORK_DEFAULTS = {"vpcCIDR": "10.0.0.0/16", "instanceCIDR": "10.0.0.0/24",
+                    "podCIDR": "10.2.0.0/16", "serviceCIDR": "10.3.0.0/24",
+                    "dnsServiceIP": "10.3.0.10"}
+
+
+@rule("kms-key-arn")
+def kms_key_arn(spec: KubeAwsSpec) -> Iterable[Violation]:
+    """kmsKeyArn names the cluster's region and account (KMS keys are regional)."""
+    cluster = spec.cluster
+    _, _, _, region, account, _ = cluster.kms_key_arn.split(":", 5)
+    if region != cluster.region:
+        yield ("cluster", "kmsKeyArn"), (
+            f"the key is in {region} but the cluster in {cluster.region}; "
+            f"create the key with `aws kms --region={cluster.region} create-key`")
+    if account != cluster.account_id:
+        yield ("cluster", "kmsKeyArn"), (
+            f"the key belongs to account {account}, not accountId {cluster.account_id}")
+
+
+@rule("kube-aws-network")
+def kube_aws_network(spec: KubeAwsSpec) -> Iterable[Violation]:
+    """kube-aws's own network checks: vpcCIDR contains instanceCIDR; the VPC, pod and Service
+    ranges do not overlap; dnsServiceIP lies in serviceCIDR and is neither its network address
+    nor its first address (the kubernetes Service's). Unset values take kube-aws's defaults."""
+    given = spec.model_dump(by_alias=True)["cluster"]
+    values = {key: given[key] or default for key, default in NETWORK_DEFAULTS.items()}
+    nets = {}
+    for key in ("vpcCIDR", "instanceCIDR", "podCIDR", "serviceCIDR"):
+        try:
+            nets[key] = ipaddress.IPv4Network(values[key], strict=False)  # as Go's ParseCIDR
+        except ValueError as error:
+            yield ("cluster", key), f"{values[key]} is not a network: {error}"
+    if len(nets) < 4:
+        return
+    if not nets["instanceCIDR"].subnet_of(nets["vpcCIDR"]):
+        yield ("cluster", "instanceCIDR"), (
+            f"{values['instanceCIDR']} is not inside vpcCIDR {values['vpcCIDR']}")
+    for key, other in (("podCIDR", "vpcCIDR"), ("serviceCIDR", "vpcCIDR"),
+                       ("serviceCIDR", "podCIDR")):
+        if nets[key].overlaps(nets[other]):
+            yield ("cluster", key), (
+                f"{values[key]} overlaps {other} {values[other]}; pick a disjoint range")
+    try:
+        dns = ipaddress.IPv4Address(values["dnsServiceIP"])
+    except ValueError as error:
+        yield ("cluster", "dnsServiceIP"), str(error)
+        return
+    service = nets["serviceCIDR"]
+    if dns not in service:
+        yield ("cluster", "dnsServiceIP"), (
+            f"{dns} is outside serviceCIDR {service}; use e.g. {service.network_address + 10}")
+    elif dns in (service.network_address, service.network_address + 1):
+        yield ("cluster", "dnsServiceIP"), (
+            f"{dns} is reserved ({service.network_address + 1} is the kubernetes Service); "
+            f"use e.g. {service.network_address + 10}")
+
+
+@rule("record-set")
+def record_set(spec: KubeAwsSpec) -> Iterable[Violation]:
+    """createRecordSet needs exactly one of hostedZone and hostedZoneId (v0.9.9: hostedZoneId;
+    it names the zone by id only), and recordSetTTL means something only with createRecordSet
+    (kube-aws's own checks)."""
+    c = spec.cluster
+    if not c.create_record_set:
+        if c.record_set_ttl is not None:
+            yield ("cluster", "recordSetTTL"), (
+                "kube-aws takes recordSetTTL only with createRecordSet: true; remove it, or "
+                "set createRecordSet and hostedZoneId")
+        return
+    zones = [c.hosted_zone, c.hosted_zone_id]
+    if c.kube_aws_version == "v0.9.9" and c.hosted_zone_id is None:
+        yield ("cluster", "createRecordSet"), (
+            "kube-aws v0.9.9 finds the hosted zone by id only: set hostedZoneId "
+            "(`aws route53 list-hosted-zones-by-name`) instead of hostedZone")
+    elif zones.count(None) != 1:
+        yield ("cluster", "createRecordSet"), (
+            "createRecordSet needs exactly one of hostedZone and hostedZoneId; "
+            f"{'both are' if None not in zones else 'neither is'} set")
+
+
+# PaddlePaddle's data image, whose get_data.sh the data gate follows.
+SEED_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
+
+
+@rule("split-count")
+def split_count(spec: KubeAwsSpec) -> Iterable[Violation]:
+    """With the seeds' data image, training.nodes is at least 2: its get_data.sh computes the
+    last part with `expr $SPLIT_COUNT - 1`, which exits 1 for 0, so under `set -e` a single part
+    fails the data Job although the data is complete."""
+    if spec.dataset.image == SEED_DATA_IMAGE and spec.training.nodes < 2:
+        yield ("training", "nodes"), (
+            f"{SEED_DATA_IMAGE} fails to split the data into 1 part (its get_data.sh exits 1 "
+            "on `expr 1 - 1`); use at least 2 nodes, or a data image of your own")
+
+
+# kube-aws v0.9.9 names the control plane's IAM role <cluster>-<nested stack>-<12-character
+# stack id>-<region>-<role> and checks it against IAM's limit (cfnresource/naming.go).
+V099_ROLE_NAME = "{cluster}-Controlplane-PRK1CVQNY7XZ-{region}-"
+IAM_ROLE_NAME_LIMIT = 64
+
+
+@rule("iam-role-name")
+def iam_role_name(spec: KubeAwsSpec) -> Iterable[Violation]:
+    """kube-aws v0.9.9 derives the controllers' IAM role name from the cluster name and the
+    region (<cluster>-Controlplane-<id>-<region>-...), which IAM limits to 64 characters."""
+    c = spec.cluster
+    if c.kube_aws_version != "v0.9.9":
+        return
+    role = V099_ROLE_NAME.format(cluster=c.name, region=c.region)
+    if len(role) > IAM_ROLE_NAME_LIMIT:
+        longest = len(c.name) - (len(role) - IAM_ROLE_NAME_LIMIT)
+        yield ("cluster", "name"), (
+            f"kube-aws v0.9.9 would name the controllers' IAM role {role}..., over IAM's "
+            f"{IAM_ROLE_NAME_LIMIT} characters; shorten the name to at most {longest} characters")
+
+
+@dataclass(frozen=True)
+class KubeAwsPlan:
+    meta: Meta
+    cluster: KubeAwsCluster  # the spec's settings, with worker_count resolved
+    s3_bucket: str
+    efs: EfsVolume
+    data: DataJob
+    training: PserverTraining
+
+
+def data_ready(job_dir: str, parts: int) -> tuple[str, str]:
+    """The shell test that holds once the data image's get_data.sh has finished the last part,
+    and its meaning.
+
+    get_data.sh (PaddlePaddle's k8s_data image) unpacks the data into 0/data, splits train.txt
+    into train.00000 ... train.<N-1>, renames train.00000 to train.txt, then for each part i
+    copies 0/data/* into i/data and renames i/data/train.<i> to train.txt. That copy brings
+    part 0's train.txt along first, so train.txt alone proves nothing: the last part is done
+    when its train.txt exists and its train.<N-1> is gone. With one part the rename in 0/data is
+    the last step; the archive is gone once the unpacking is over.
+    """
+    last = f"{job_dir}/{parts - 1}/data"
+    shard = f"{last}/train.{parts - 1:05d}"
+    tests = [f"[ -f {shlex.quote(last + '/train.txt')} ]", f"[ ! -e {shlex.quote(shard)} ]"]
+    if parts == 1:
+        tests.append(f"[ ! -e {shlex.quote(last + '/preprocessed_data.tar.gz')} ]")
+    return " && ".join(tests), f"{last}/train.txt, with {shard} renamed to it"
+
+
+def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
+    name, namespace, t = spec.metadata.name, spec.metadata.namespace, spec.training
+    tgt = target(spec)
+    cluster = spec.cluster.model_copy(
+        update={"worker_count": spec.cluster.worker_count or t.nodes})
+    storage = spec.storage
+    efs = EfsVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
+                    storage.efs.dns_name, storage.capacity, storage.request)
+    data = DataJob(spec.dataset.job_name, spec.dataset.image, f"{DATA_MOUNT}/{name}", t.nodes,
+                   spec.dataset.active_deadline_seconds)
+    training = pserver_training(name, t, ClaimVolume(storage.claim_name),
+                                data_ready(f"{t.job_path}/{name}", t.nodes), tgt.kube)
+    return KubeAwsPlan(Meta(name, namespace, tgt), cluster, bucket_of(cluster.s3_uri), efs,
+                       data, training)
+
+
+def objects(plan: KubeAwsPlan) -> list[Object]:
+    meta, training = plan.meta, plan.training
+    reader = pod_reader(meta, training.pod_reader) if training.pod_reader else []
+    return [persistent_volume(meta, plan.efs), persistent_volume_claim(meta, plan.efs),
+            *reader, data_job(meta, plan.data, plan.efs.claim_name),
+            training_job(meta, training)]
+
+
+def present(pairs: dict[str, Any]) -> dict[str, Any]:
+    """The pairs whose value the spec sets (kube-aws's defaults stand for the others)."""
+    return {key: value for key, value in pairs.items() if value is not None and value != {}}
+
+
+def network(c: KubeAwsCluster) -> dict[str, Any]:
+    return {"vpcCIDR": c.vpc_cidr, "instanceCIDR": c.instance_cidr, "podCIDR": c.pod_cidr,
+            "serviceCIDR": c.service_cidr, "dnsServiceIP": c.dns_service_ip}
+
+
+def cluster_yaml_v091(c: KubeAwsCluster) -> dict[str, Any]:
+    """kube-aws v0.9.1's cluster.yaml: flat keys (config/config.go's Cluster struct)."""
+    config = {
+        "clusterName": c.name,
+        "externalDNSName": c.external_dns_name,
+        "keyName": c.key_name,
+        "region": c.region,
+        "availabilityZone": c.availability_zone,
+        "kmsKeyArn": Quoted(c.kms_key_arn),
+        "workerCount": c.worker_count,
+    }
+    return config | present({
+        "controllerInstanceType": c.controller_instance_type,
+        "controllerRootVolumeSize": c.controller_root_volume_size,
+        "workerInstanceType": c.worker_instance_type,
+        "workerRootVolumeSize": c.worker_root_volume_size,
+        **network(c),
+        "createRecordSet": c.create_record_set,
+        "hostedZone": c.hosted_zone,
+        "hostedZoneId": c.hosted_zone_id,
+        "recordSetTTL": c.record_set_ttl,
+    })
+
+
+def cluster_yaml_v099(c: KubeAwsCluster) -> dict[str, Any]:
+    """kube-aws v0.9.9's cluster.yaml: the API endpoint and the node pool as their own sections
+    (it refuses workerCount and the other flat worker and controller keys, and ignores a
+    top-level hostedZoneId next to apiEndpoints)."""
+    if c.create_record_set:
+        load_balancer = present({"hostedZone": {"id": c.hosted_zone_id},
+                                 "recordSetTTL": c.record_set_ttl})
+    else:
+        load_balancer = {"recordSetManaged": False}
+    pool = present({"name": "workers", "count": c.worker_count,
+                    "instanceType": c.worker_instance_type,
+                    "rootVolume": present({"size": c.worker_root_volume_size})})
+    controller = present({"instanceType": c.controller_instance_type,
+                          "rootVolume": present({"size": c.controller_root_volume_size})})
+    return present({
+        "clusterName": c.name,
+        "keyName": c.key_name,
+        "region": c.region,
+        "availabilityZone": c.availability_zone,
+        "kmsKeyArn": Quoted(c.kms_key_arn),
+        "apiEndpoints": [{"name": "default", "dnsName": c.external_dns_name,
+                          "loadBalancer": load_balancer}],
+        "controller": controller,
+        "worker": {"nodePools": [pool]},
+        **network(c),
+    })
+
+
+CLUSTER_YAML = {"v0.9.1": cluster_yaml_v091, "v0.9.9": cluster_yaml_v099}
+
+
+def iam_policy(plan: KubeAwsPlan) -> dict[str, Any]:
+    """The inline policy for `aws iam put-user-policy`: KMS for TLS assets, the cluster's stack.
+
+    v0.9.9 also validates its templates (ValidateTemplate has no resource-level permissions)
+    and splits the cluster into nested stacks named <cluster>-<part>-<id>."""
+    c = plan.cluster
+    stacks = [f"arn:aws:cloudformation:{c.region}:{c.account_id}:stack/{c.name}/*"]
+    statements = []
+    if c.kube_aws_version == "v0.9.9":
+        stacks.append(f"arn:aws:cloudformation:{c.region}:{c.account_id}:stack/{c.name}-*/*")
+        statements.append({"Sid": "KubeAwsValidateTemplates", "Effect": "Allow",
+                           "Action": ["cloudformation:ValidateTemplate"], "Resource": ["*"]})
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "KubeAwsKmsAssets",
+                "Effect": "Allow",
+                "Action": ["kms:Decrypt", "kms:Encrypt"],
+                "Resource": [f"arn:aws:kms:*:{c.account_id}:key/*"],
+            },
+            {
+                "Sid": "KubeAwsClusterStack",
+                "Effect": "Allow",
+                "Action": list(CLOUDFORMATION_ACTIONS),
+                "Resource": stacks,
+            },
+            *statements,
+        ],
+    }
+
+
+def files(plan: KubeAwsPlan) -> dict[str, str]:
+    cluster = CLUSTER_YAML[plan.cluster.kube_aws_version](plan.cluster)
+    return {"aws/cluster.yaml": to_yaml(cluster),
+            "aws/iam-policy.json": to_json(iam_policy(plan))}
+
+
+def runbook(plan: KubeAwsPlan, manifest_paths: list[str]) -> str:
+    meta, c, training, data = plan.meta, plan.cluster, plan.training, plan.data
+    *first, training_manifest = manifest_paths
+    region, name, key = q(c.region), q(c.name), q(c.key_name)
+    aws_ec2 = f"aws ec2 --region {region}"
+    version = c.kube_aws_version
+    kube = meta.target.kube
+    init_dns = ""
+    if version == "v0.9.9":  # its init writes the API endpoint and wants the DNS choice made
+        init_dns = (f" \\\n  --hosted-zone-id={q(c.hosted_zone_id)}"
+                    if c.create_record_set and c.hosted_zone_id else " \\\n  --no-record-set")
+    if c.create_record_set:
+        dns = (f"kube-aws creates the record of `{c.external_dns_name}` in the hosted zone; "
+               f"check that `kubectl get nodes` lists {c.worker_count} Ready workers.")
+    else:
+        dns = f"""```sh
+CONTROLLER_DNS=$(kube-aws status | sed -n 's/^Controller DNS Names*:[[:space:]]*//p' | cut -d, -f1)
+dig +short "$CONTROLLER_DNS"
+```
+
+Point `{c.external_dns_name}` at one of those addresses (an A record, or a line in `/etc/hosts`),
+then check that `kubectl get nodes` lists {c.worker_count} Ready workers."""
+    return rb.header(meta, "kube-aws") + f"""
+You need the AWS CLI, kube-aws {version} and the kubectl of Kubernetes {kube.version}:
+
+```sh
+curl -fL {KUBE_AWS_RELEASES}/{version}/kube-aws-linux-amd64.tar.gz | tar xz
+{rb.kubectl_install(kube)}
+export PATH="$PWD/linux-amd64:$PWD:$PATH"
+```
+
+## 0. Where things go
+
+The cluster's assets (TLS keys, kubeconfig, the SSH key) are secrets: they go to `$ASSETS`, out
+of this directory, which you commit.
+
+```sh
+OUT="$PWD"
+ASSETS="${{ASSETS:-$HOME/.kube-aws/{c.name}}}"
+mkdir -p "$ASSETS"
+export KUBECONFIG="$ASSETS/kubeconfig"
+```
+
+## 1. IAM: permissions for the user that runs kube-aws
+
+```sh
+{rb.attach_policies(rb.SEED_MANAGED_POLICIES)}aws iam put-user-policy --user-name "$IAM_USER" \\
+  --policy-name {q(c.name + "-kube-aws")} --policy-document "file://$OUT/aws/iam-policy.json"
+```
+
+## 2. Key pair, KMS key and S3 bucket (region {c.region})
+
+```sh
+{aws_ec2} create-key-pair --key-name {key} \\
+  --query KeyMaterial --output text > "$ASSETS/"{key}.pem
+chmod 400 "$ASSETS/"{key}.pem
+aws kms --region={region} create-key --description="kube-aws assets" \\
+  --query KeyMetadata.Arn --output text
+aws s3 mb s3://{q(plan.s3_bucket)} --region {region}
+```
+
+The ARN printed must be the spec's `cluster.kmsKeyArn` ({c.kms_key_arn}); if it is
+another, put it in the spec, rebuild, and go on.
+
+## 3. Cluster assets and start-up
+
+```sh
+cd "$ASSETS"
+kube-aws init \\
+  --cluster-name={name} \\
+  --external-dns-name={q(c.external_dns_name)} \\
+  --region={region} \\
+  --availability-zone={q(c.availability_zone)} \\
+  --key-name={key} \\
+  --kms-key-arn={q(c.kms_key_arn)}{init_dns}
+cp "$OUT/aws/cluster.yaml" cluster.yaml   # the same values, with {c.worker_count} workers
+kube-aws render credentials --generate-ca
+kube-aws render stack
+kube-aws up --s3-uri {q(c.s3_uri)}
+```
+
+## 4. DNS
+
+{dns}
+
+## 5. EFS: a file system that admits NFS (TCP 2049) only from the workers
+
+```sh
+VPC_ID=$({aws_ec2} describe-vpcs --filters Name=tag:KubernetesCluster,Values={name} \\
+  --query 'Vpcs[0].VpcId' --output text)
+SUBNET_ID=$({aws_ec2} describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
+  Name=availability-zone,Values={q(c.availability_zone)} \\
+  --query 'Subnets[0].SubnetId' --output text)
+WORKER_SG=$({aws_ec2} describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
+  Name=tag:Name,Values={q(c.name + "-sg-worker")} \\
+  --query 'SecurityGroups[0].GroupId' --output text)
+EFS_SG=$({aws_ec2} create-security-group --vpc-id "$VPC_ID" --group-name {q(c.name + "-efs")} \\
+  --description "NFS from the workers" --query GroupId --output text)
+{aws_ec2} authorize-security-group-ingress --group-id "$EFS_SG" --protocol tcp --port 2049 \\
+  --source-group "$WORKER_SG"
+FS_ID=$(aws efs create-file-system --region {region} --creation-token {q(c.name + "-efs")} \\
+  --query FileSystemId --output text)
+until [ "$(aws efs describe-file-systems --region {region} --file-system-id "$FS_ID" \\
+  --query 'FileSystems[0].LifeCycleState' --output text)" = available ]; do sleep 5; done
+aws efs create-mount-target --region {region} --file-system-id "$FS_ID" \\
+  --subnet-id "$SUBNET_ID" --security-groups "$EFS_SG"
+echo "$FS_ID.efs.{c.region}.amazonaws.com"
+```
+
+The name printed must be the spec's `storage.efs.dnsName` ({plan.efs.server}); if it is another,
+put it in the spec, rebuild, and go on.
+
+## 6. Data and training
+
+```sh
+{rb.creates(first)}{rb.wait_for_job(meta, data.name)}{rb.creates([training_manifest])}\
+{rb.follow_trainers(meta, training)}```
+
+The data Job splits the data into {data.split_count} parts, `{training.name}/0/data` to
+`{training.name}/{data.split_count - 1}/data` on EFS (it mounts EFS at `{DATA_MOUNT}`, the
+trainers at `{training.job_path}`); the trainers wait for {training.data_ready_meaning}.
+{rb.outputs(training, f"on EFS: `{training.name}/output/`")} {rb.failures(meta, training)}
+To look at the output from a worker:
+
+```sh
+WORKER_IP="${{WORKER_IP:?set WORKER_IP to the public IP of a worker (EC2 console)}}"
+ssh -i "$ASSETS/"{key}.pem "core@$WORKER_IP" \\
+  {q(rb.mount_command(plan.efs.server, "/mnt/efs") + f" && ls /mnt/efs/{training.name}/output")}
+```
+
+## 7. Teardown, in this order
+
+```sh
+kubectl delete -f "$OUT/k8s/"
+for mt in $(aws efs describe-mount-targets --region {region} --file-system-id "$FS_ID" \\
+    --query 'MountTargets[].MountTargetId' --output text); do
+  aws efs delete-mount-target --region {region} --mount-target-id "$mt"
+done
+until [ "$(aws efs describe-mount-targets --region {region} --file-system-id "$FS_ID" \\
+  --query 'length(MountTargets)' --output text)" = 0 ]; do sleep 5; done
+aws efs delete-file-system --region {region} --file-system-id "$FS_ID"
+{aws_ec2} delete-security-group --group-id "$EFS_SG"
+{rb.LOAD_BALANCERS}
+kubectl get svc --all-namespaces -o jsonpath="$LOAD_BALANCERS" |
+  while read -r namespace service; do kubectl --namespace="$namespace" delete svc "$service"; done
+cd "$ASSETS" && kube-aws destroy   # returns at once; the stack takes about 5 minutes to go
+aws s3 rb s3://{q(plan.s3_bucket)} --force
+```
+
+EFS goes first and LoadBalancer Services before the stack: CloudFormation cannot delete the VPC
+while they use it.
+"""
+
+
+def explain(plan: KubeAwsPlan) -> Explanation:
+    return pserver_explanation(plan.meta, "kube-aws", plan.training, plan.data.out_dir)
+
+
+PROFILE = Profile(
+    name="kube-aws",
+    summary="seeds 001, 003: `aws/cluster.yaml` for kube-aws v0.9.1 or v0.9.9, "
+            "`aws/iam-policy.json`, EFS PV and claim, data Job, training Job",
+    model=KubeAwsSpec,
+    rules=(port_range, gradient_servers, worker_capacity,
+           kube_version(target, "; cluster.kubeAwsVersion chooses the release"), job_names,
+           split_count, zone_in_region, kms_key_arn, efs_region, storage_request, kube_aws_network,
+           record_set, iam_role_name, s3_bucket_name, training_image_tag, dataset_image_tag),
+    target=target, derive=derive, objects=objects, files=files, runbook=runbook,
+    explain=explain)

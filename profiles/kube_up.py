@@ -1,0 +1,226 @@
+"""Profile `kube-up` (seeds 000 and 002): a cluster started by kubernetes' cluster/kube-up.sh on
+AWS, EFS mounted on every node and given to the trainers as a hostPath.
+
+kube-up.sh dropped its AWS provider after Kubernetes 1.5, so this profile targets 1.5: no RBAC
+(the API server authorizes every request), init containers as the pod.beta annotation, no
+backoffLimit (the deadline ends a failed Job).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from shlex import quote as q
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from paddlegen.compiler import runbook as rb
+from paddlegen.compiler.explain import pserver_explanation
+from paddlegen.compiler.kube_objects import Object, pod_reader, training_job
+from paddlegen.compiler.plan import (
+    HostVolume,
+    Meta,
+    PserverTraining,
+    bucket_of,
+    pserver_training,
+    region_of,
+)
+from paddlegen.compiler.profile import Explanation, Profile
+from paddlegen.compiler.rules import (
+    gradient_servers,
+    kube_version,
+    port_range,
+    s3_bucket_name,
+    training_image_tag,
+    worker_capacity,
+    zone_in_region,
+)
+from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.schema import patterns as p
+from paddlegen.schema.models import ClusterTraining, SpecBase, SpecModel, text
+
+RELEASE = "1.5.8"  # v1.5.x are the last releases whose cluster/kube-up.sh has the AWS provider
+TARGET = Target(f"cluster/kube-up.sh of Kubernetes v{RELEASE}", KubeRelease(RELEASE, "1.5"))
+# Seed 000: the seeds' managed policies but the KMS one (kube-up.sh encrypts nothing).
+MANAGED_POLICIES = tuple(name for name in rb.SEED_MANAGED_POLICIES
+                         if name != "AWSKeyManagementServicePowerUser")
+
+
+class KubeUpCluster(SpecModel):
+    """A cluster started by kubernetes' cluster/kube-up.sh on AWS (seeds 000 and 002)."""
+
+    name: Annotated[
+        str, text(p.STACK_NAME, "Instance name prefix (KUBE_AWS_INSTANCE_PREFIX), e.g. k8s.")
+    ]
+    availability_zone: Annotated[str, text(p.ZONE, "Zone of the cluster (KUBE_AWS_ZONE).")]
+    region: Annotated[
+        str | None, text(p.REGION, "Region of the zone; derived from availabilityZone if unset.")
+    ] = None
+    worker_count: Annotated[
+        int | None, Field(ge=1, le=1000, description="Nodes (NUM_NODES); defaults to nodes.")
+    ] = None
+    controller_instance_type: Annotated[
+        str, text(p.INSTANCE_TYPE, "EC2 instance type of the master (MASTER_SIZE).")
+    ]
+    worker_instance_type: Annotated[
+        str, text(p.INSTANCE_TYPE, "EC2 instance type of the nodes (NODE_SIZE).")
+    ]
+    s3_uri: Annotated[
+        str | None, text(p.S3_URI, "s3://bucket for the release tarballs (AWS_S3_BUCKET); "
+                         "unset, kube-up.sh makes one named kubernetes-staging-<hash>.")
+    ] = None
+
+
+class HostPathStorage(SpecModel):
+    """A directory of every node, mounted into the pods (kube-up: EFS mounted on each host)."""
+
+    host_path: Annotated[
+        str, text(p.ABSOLUTE_PATH, "Host directory mounted into the pods, e.g. /home/admin/efs.")
+    ]
+
+
+class KubeUpSpec(SpecBase):
+    """Distributed training on a kube-up.sh cluster with EFS mounted on every node (seed 000)."""
+
+    profile: Literal["kube-up"] = Field(description="Which way to run.")
+    cluster: KubeUpCluster = Field(description="The kube-up.sh cluster.")
+    storage: HostPathStorage = Field(description="The EFS mount on every node.")
+    training: ClusterTraining = Field(description="The parameter-server training Job.")
+
+
+def target(spec: KubeUpSpec) -> Target:
+    return TARGET
+
+
+@dataclass(frozen=True)
+class KubeUpPlan:
+    meta: Meta
+    cluster: KubeUpCluster  # the spec's settings, with worker_count and region resolved
+    host_path: str  # EFS on every node
+    training: PserverTraining
+
+
+def derive(spec: KubeUpSpec) -> KubeUpPlan:
+    c, name = spec.cluster, spec.metadata.name
+    cluster = c.model_copy(update={"worker_count": c.worker_count or spec.training.nodes,
+                                   "region": c.region or region_of(c.availability_zone)})
+    job_dir = f"{spec.training.job_path}/{name}"
+    # The parts are copied in by hand before the Job is created; the gate only keeps trainers
+    # from starting on a volume without them.
+    last_part = f"{job_dir}/{spec.training.nodes - 1}/data"
+    data_ready = (f"[ -d {shlex.quote(last_part)} ]", f"the directory {last_part}")
+    training = pserver_training(name, spec.training, HostVolume(spec.storage.host_path),
+                                data_ready, TARGET.kube)
+    return KubeUpPlan(Meta(name, spec.metadata.namespace, TARGET), cluster,
+                      spec.storage.host_path, training)
+
+
+def objects(plan: KubeUpPlan) -> list[Object]:
+    reader = pod_reader(plan.meta, plan.training.pod_reader) if plan.training.pod_reader else []
+    return [*reader, training_job(plan.meta, plan.training)]
+
+
+def kube_up_env(plan: KubeUpPlan) -> str:
+    """Variables for kubernetes' cluster/kube-up.sh (seed 000), to source before running it.
+
+    AWS_S3_REGION is the region of the zone: the seed's `us-west-2a` there is a zone, which
+    kube-up.sh passes on to `aws s3api create-bucket` as a region, and that fails.
+    """
+    c = plan.cluster
+    variables = {
+        "KUBERNETES_PROVIDER": "aws",
+        "KUBE_AWS_ZONE": c.availability_zone,
+        "NUM_NODES": c.worker_count,
+        "MASTER_SIZE": c.controller_instance_type,
+        "NODE_SIZE": c.worker_instance_type,
+        "AWS_S3_REGION": c.region,
+    }
+    if c.s3_uri:
+        variables["AWS_S3_BUCKET"] = bucket_of(c.s3_uri)
+    variables["KUBE_AWS_INSTANCE_PREFIX"] = c.name
+    header = ("# Generated by paddlegen. Source before cluster/kube-up.sh and kube-down.sh:\n"
+              "#   . aws/kube-up.env\n")
+    return header + "".join(f"export {name}={shlex.quote(str(value))}\n"
+                            for name, value in variables.items())
+
+
+def files(plan: KubeUpPlan) -> dict[str, str]:
+    return {"aws/kube-up.env": kube_up_env(plan)}
+
+
+def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
+    meta, c, training = plan.meta, plan.cluster, plan.training
+    host_job_dir = f"{plan.host_path}/{training.name}"
+    return rb.header(meta, "kube-up") + f"""
+You need the AWS CLI, and the Kubernetes v{RELEASE} release: its `cluster/kube-up.sh` is one of
+the last with the AWS provider, and its kubectl matches the cluster.
+
+## 1. IAM: permissions for the user that runs kube-up.sh
+
+```sh
+OUT="$PWD"
+{rb.attach_policies(MANAGED_POLICIES)}```
+
+## 2. Start the cluster ({c.worker_count} nodes in {c.availability_zone})
+
+```sh
+curl -fLO https://dl.k8s.io/v{RELEASE}/kubernetes.tar.gz
+tar xzf kubernetes.tar.gz
+KUBERNETES_DIR="$PWD/kubernetes"
+export PATH="$KUBERNETES_DIR/platforms/linux/amd64:$PATH"   # its kubectl
+. "$OUT/aws/kube-up.env"
+"$KUBERNETES_DIR/cluster/kube-up.sh"
+kubectl get nodes
+```
+
+## 3. EFS on every node
+
+Create an EFS file system in {c.region} in the cluster's VPC, with a mount target in
+{c.availability_zone} whose security group admits NFS (TCP 2049) only from the nodes' security
+group. Then mount it on every node at `{plan.host_path}` (the pods' hostPath):
+
+```sh
+EFS_DNS="${{EFS_DNS:?set EFS_DNS to the DNS name of the file system}}"
+{rb.mount_command('"$EFS_DNS"', q(plan.host_path))}
+```
+
+Put the trainer config in `{host_job_dir}/{training.config_dir}/` and data part N in
+`{host_job_dir}/N/data/`, for N from 0 to {training.trainers - 1}; the trainers wait for the last
+part.
+
+## 4. Training
+
+```sh
+{rb.creates(manifest_paths)}{rb.follow_trainers(meta, training)}```
+
+{rb.outputs(training, f"on the nodes: `{host_job_dir}/output/`")} {rb.failures(meta, training)}
+
+## 5. Teardown, in this order
+
+```sh
+kubectl delete -f "$OUT/k8s/"
+```
+
+Unmount and delete the EFS file system, its mount targets and its security group; delete every
+Service of type LoadBalancer (`kubectl get svc --all-namespaces`); then:
+
+```sh
+. "$OUT/aws/kube-up.env" && "$KUBERNETES_DIR/cluster/kube-down.sh"
+```
+"""
+
+
+def explain(plan: KubeUpPlan) -> Explanation:
+    return pserver_explanation(plan.meta, "kube-up", plan.training, None)
+
+
+PROFILE = Profile(
+    name="kube-up",
+    summary="seeds 000, 002: `aws/kube-up.env` for cluster/kube-up.sh, the training Job on "
+            "the hosts' EFS mount",
+    model=KubeUpSpec,
+    rules=(port_range, gradient_servers, worker_capacity, kube_version(target), zone_in_region,
+           s3_bucket_name, training_image_tag),
+    target=target, derive=derive, objects=objects, files=files, runbook=runbook,
+    explain=explain)

@@ -1,0 +1,175 @@
+"""Profile `local` (seed 004): one `paddle train` on a one-machine cluster, no AWS; the models are
+saved to a directory of the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from shlex import quote as q
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from paddlegen.compiler import runbook as rb
+from paddlegen.compiler.explain import common_facts
+from paddlegen.compiler.kube_objects import Object, host_volume, job
+from paddlegen.compiler.plan import HostVolume, Meta, gflag
+from paddlegen.compiler.profile import Explanation, Profile
+from paddlegen.compiler.rules import kube_version, training_image_tag
+from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.schema import patterns as p
+from paddlegen.schema.models import SpecBase, SpecModel, deadline, text
+
+DEFAULT_KUBE_VERSION = "1.35"
+
+
+class LocalStorage(SpecModel):
+    """Where the single trainer's output lands on the machine."""
+
+    host_path: Annotated[
+        str, text(p.ABSOLUTE_PATH, "Host directory for the models, e.g. /home/work/paddle_output.")
+    ]
+
+
+class LocalTraining(SpecModel):
+    """`paddle train` on one machine (seed 004): the trainer flags, straight from the spec."""
+
+    image: Annotated[str, text(p.IMAGE, "Image with Paddle, the demo and its data.")]
+    work_dir: Annotated[
+        str, text(p.ABSOLUTE_PATH, "Directory the trainer runs in (holds the config).")
+    ]
+    config: Annotated[str, text(p.PATH_SEGMENT, "Trainer config file (--config).")]
+    save_dir: Annotated[
+        str, text(p.ABSOLUTE_PATH, "Where models go (--save_dir); the host path is mounted here.")
+    ]
+    trainer_count: Annotated[
+        int, Field(ge=1, le=1024, description="Trainer threads (--trainer_count).")
+    ]
+    log_period: Annotated[int, Field(ge=1, description="Batches between logs (--log_period).")]
+    num_passes: Annotated[int, Field(ge=1, description="Passes over the data (--num_passes).")]
+    use_gpu: bool = Field(description="Train on a GPU (--use_gpu).")
+    show_parameter_stats_period: Annotated[
+        int, Field(ge=0, description="Batches between parameter statistics "
+                   "(--show_parameter_stats_period).")
+    ]
+    test_all_data_in_one_period: bool = Field(
+        description="Test on all test data each period (--test_all_data_in_one_period).")
+    active_deadline_seconds: Annotated[int, deadline("the training Job")]
+
+
+class LocalSpec(SpecBase):
+    """One trainer on one machine, no AWS (seed 004)."""
+
+    profile: Literal["local"] = Field(description="Which way to run.")
+    storage: LocalStorage = Field(description="Where the output lands.")
+    training: LocalTraining = Field(description="The trainer and its flags.")
+
+
+def target(spec: LocalSpec) -> Target:
+    version = spec.kube_version or DEFAULT_KUBE_VERSION
+    return Target("a one-machine cluster (kind, minikube)", KubeRelease(version, version))
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    meta: Meta
+    image: str
+    work_dir: str
+    save_dir: str  # in the container
+    output: HostVolume  # where save_dir lands on the node
+    trainer_flags: tuple[str, ...]  # `paddle train` flags from the spec
+    last_pass: int
+    deadline_seconds: int
+
+
+def derive(spec: LocalSpec) -> LocalPlan:
+    t = spec.training
+    flags = {"config": t.config, "save_dir": t.save_dir, "trainer_count": t.trainer_count,
+             "log_period": t.log_period, "num_passes": t.num_passes, "use_gpu": t.use_gpu,
+             "show_parameter_stats_period": t.show_parameter_stats_period,
+             "test_all_data_in_one_period": t.test_all_data_in_one_period}
+    return LocalPlan(
+        meta=Meta(spec.metadata.name, spec.metadata.namespace, target(spec)),
+        image=t.image, work_dir=t.work_dir, save_dir=t.save_dir,
+        output=HostVolume(spec.storage.host_path, create=True),
+        trainer_flags=tuple(f"--{flag}={gflag(value)}" for flag, value in flags.items()),
+        last_pass=t.num_passes - 1, deadline_seconds=t.active_deadline_seconds)
+
+
+def training_job(plan: LocalPlan) -> Object:
+    """Seed 004: `paddle train` with the spec's flags; the models land in a host directory."""
+    container = {
+        "name": "trainer",
+        "image": plan.image,
+        "workingDir": plan.work_dir,
+        "command": ["paddle", "train"],
+        "args": list(plan.trainer_flags),
+        "volumeMounts": [{"name": "output", "mountPath": plan.save_dir}],
+    }
+    pod: Object = {"containers": [container],
+                   "volumes": [host_volume("output", plan.output, plan.meta.target.kube)]}
+    if plan.meta.target.kube.automount_token_field:
+        pod = {"automountServiceAccountToken": False, **pod}
+    return job(plan.meta, plan.meta.name, "trainer", pod,
+               deadline_seconds=plan.deadline_seconds, backoff_limit=0)
+
+
+def objects(plan: LocalPlan) -> list[Object]:
+    return [training_job(plan)]
+
+
+def files(plan: LocalPlan) -> dict[str, str]:
+    return {}
+
+
+def runbook(plan: LocalPlan, manifest_paths: list[str]) -> str:
+    meta, image = plan.meta, q(plan.image)
+    return rb.header(meta, "local") + f"""
+You need Docker and a one-machine Kubernetes cluster (kind, minikube, or a kubelet on this
+machine) with kubectl pointed at it.
+
+## 1. The image, with the demo's data in it
+
+```sh
+OUT="$PWD"
+docker run --name quick_start_data -it paddledev/paddle:cpu-demo-latest
+# in the container: cd /root/paddle/demo/quick_start/data && ./get_data.sh
+#                   cd .. && ./preprocess.sh && exit
+docker commit quick_start_data {image}
+# kind and minikube do not see Docker's images: load it into the cluster
+# kind load docker-image {image}    (or: minikube image load {image})
+```
+
+## 2. Training
+
+```sh
+{rb.creates(manifest_paths)}{rb.kubectl(meta, f"describe job {q(meta.name)}")}
+{rb.kubectl(meta, f"logs -f job/{q(meta.name)}")}
+```
+
+The trainer saves `pass-00000` to `pass-{plan.last_pass:05d}` to `{plan.save_dir}`, which is
+`{plan.output.path}` on the node.
+
+## 3. Teardown
+
+```sh
+kubectl delete -f "$OUT/k8s/"   # the models stay in {plan.output.path}
+```
+"""
+
+
+def explain(plan: LocalPlan) -> Explanation:
+    facts: dict[str, Any] = {
+        **common_facts(plan.meta, "local", 1),
+        "workDir": plan.work_dir, "outputDir": plan.save_dir, "hostOutputDir": plan.output.path,
+        "processes": [{"trainerId": 0, "trainer": {
+            "argv": ["paddle", "train", *plan.trainer_flags], "log": "stdout"}}]}
+    rows = (("working dir", plan.work_dir),
+            ("output", f"{plan.save_dir} (node: {plan.output.path})"))
+    return Explanation(facts, rows)
+
+
+PROFILE = Profile(
+    name="local", summary="seed 004: one `paddle train` Job with the spec's trainer flags",
+    model=LocalSpec, rules=(kube_version(target), training_image_tag), target=target,
+    derive=derive, objects=objects, files=files, runbook=runbook, explain=explain)

@@ -1,0 +1,416 @@
+"""Regenerate the vendored strict schemas of Kubernetes 1.8 and 1.5 (a maintainer tool).
+
+Run by hand from the repository root, never at build time:
+
+    python schema/kubernetes/vendor.py
+    python schema/kubernetes/vendor.py --validate-sdist kubernetes-validate-1.11.0.2.tar.gz \
+        --client-wheel kubernetes-1.0.2-py2.py3-none-any.whl
+
+Without archive paths it fetches both with `pip download`. Either way each archive must match
+the sha256 pinned below (and recorded in ORIGIN.md). The *.json files of v1.8/ and v1.5/ beside
+this script are replaced; ORIGIN.md says where they come from and what was done to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+HERE = Path(__file__).resolve().parent
+REF_PREFIX = "#/definitions/"
+
+Schema = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A release archive on PyPI, pinned by its content."""
+
+    requirement: str
+    sha256: str
+    pip_options: tuple[str, ...]
+
+
+# The strict schemas are only in the source distribution; its wheels ship none of 1.8.
+VALIDATE_SDIST = Archive(
+    "kubernetes-validate==1.11.0.2",
+    "bfbf505f281ea67a1431cb4d1ea7a257d93047aa3f6c2425a025ffe034695d6a",
+    ("--no-binary", ":all:"))
+CLIENT_WHEEL = Archive(
+    "kubernetes==1.0.2",
+    "99c5925b8a077aa4cdaf38af24b8d3069ab06f4b51a99202ebd1c82f4e42e6e8",
+    ("--only-binary", ":all:"))
+
+VALIDATE_DIRECTORY = "v1.8.4-local-strict"
+CLIENT_MODELS = "kubernetes/client/models/"
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    group: str  # "" for the core group
+    version: str
+
+    @property
+    def label(self) -> str:
+        """The group's first label, as kubernetes-validate names files: rbac.authorization... ->
+        rbac."""
+        return self.group.split(".")[0]
+
+    @property
+    def file_name(self) -> str:
+        group_version = f"{self.label}-{self.version}" if self.label else self.version
+        return f"{self.kind.lower()}-{group_version}.json"
+
+
+KINDS_15 = (
+    Kind("Namespace", "", "v1"),
+    Kind("ServiceAccount", "", "v1"),
+    Kind("ConfigMap", "", "v1"),
+    Kind("Service", "", "v1"),
+    Kind("PersistentVolume", "", "v1"),
+    Kind("PersistentVolumeClaim", "", "v1"),
+    Kind("Job", "batch", "v1"),
+    # Not a kind: validates each container of the pod.beta.kubernetes.io/init-containers
+    # annotation, which pod templates carried before PodSpec.initContainers existed.
+    Kind("Container", "", "v1"),
+)
+KINDS_18 = (
+    *KINDS_15,
+    Kind("Role", "rbac.authorization.k8s.io", "v1"),
+    Kind("RoleBinding", "rbac.authorization.k8s.io", "v1"),
+    Kind("NetworkPolicy", "networking.k8s.io", "v1"),
+)
+
+
+# --- archives -----------------------------------------------------------------------------
+
+
+def download(archive: Archive, directory: Path) -> Path:
+    """The archive fetched by pip into its own empty directory, so it is the only file there."""
+    directory.mkdir()
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--dest",
+                    str(directory), *archive.pip_options, archive.requirement], check=True)
+    [path] = directory.iterdir()
+    return path
+
+
+def verify(path: Path, archive: Archive) -> None:
+    # Another file under the same name would silently vendor another schema.
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != archive.sha256:
+        raise SystemExit(f"{path.name}: sha256 {digest}, expected {archive.sha256} "
+                         f"for {archive.requirement}")
+
+
+# --- shared: trimming to what a root reaches -------------------------------------------------
+
+
+def refs(node: Any) -> Iterator[str]:
+    """The definition names referred to anywhere in a schema fragment."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        # A property may be *named* "$ref" (apiextensions' JSONSchemaProps): its value is a dict.
+        if isinstance(ref, str):
+            if not ref.startswith(REF_PREFIX):
+                raise ValueError(f"not a local definition: {ref}")
+            yield ref.removeprefix(REF_PREFIX)
+        for value in node.values():
+            yield from refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from refs(item)
+
+
+def reachable(definitions: Schema, root: str) -> set[str]:
+    seen: set[str] = set()
+    pending = [root]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        if name not in definitions:
+            raise KeyError(f"{name} is referred to but not defined")
+        seen.add(name)
+        pending.extend(refs(definitions[name]))
+    return seen
+
+
+def standalone(definitions: Schema, root: str) -> Schema:
+    """One file that depends on no other: the root and only what it reaches."""
+    keep = reachable(definitions, root)
+    return {"$ref": REF_PREFIX + root, "definitions": {name: definitions[name] for name in keep}}
+
+
+def checked(schema: Schema) -> Schema:
+    # paddlegen validates with Draft 2020-12: the schema must be valid there and its root must
+    # resolve (a bad pointer only fails on first use).
+    Draft202012Validator.check_schema(schema)
+    Draft202012Validator(schema).is_valid({})
+    return schema
+
+
+def render(kinds: Iterable[Kind], definitions: Schema,
+           root_of: Callable[[Kind], str]) -> dict[str, str]:
+    """File name -> compact JSON text, for each kind."""
+    files: dict[str, str] = {}
+    for kind in kinds:
+        schema = checked(standalone(definitions, root_of(kind)))
+        files[kind.file_name] = json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n"
+    return files
+
+
+def write_version(directory: Path, files: dict[str, str]) -> None:
+    directory.mkdir(exist_ok=True)
+    for stale in directory.glob("*.json"):
+        stale.unlink()
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
+        print(f"{directory.name}/{name}: {len(text)} bytes")
+
+
+# --- 1.8: kubernetes-validate's strict schemas ----------------------------------------------
+
+
+def read_validate_files(sdist: Path, names: set[str]) -> dict[str, Schema]:
+    """The named files of the 1.8.4 strict directory, in one pass over the 23 MB archive."""
+    found: dict[str, Schema] = {}
+    with tarfile.open(sdist) as tar:
+        for member in tar:
+            parent, _, name = member.name.rpartition("/")
+            if parent.endswith("/" + VALIDATE_DIRECTORY) and name in names:
+                content = tar.extractfile(member)
+                assert content is not None, member.name
+                found[name] = json.load(content)
+    missing = names - found.keys()
+    if missing:
+        raise SystemExit(f"{sdist.name}: no {', '.join(sorted(missing))} in {VALIDATE_DIRECTORY}")
+    return found
+
+
+def root_18(definitions: Schema, kind: Kind) -> str:
+    """The non-deprecated definition: io.k8s.api.<group label or core>.<version>.<Kind>.
+
+    The io.k8s.kubernetes.pkg.* names beside it are deprecated aliases of these."""
+    name = f"io.k8s.api.{kind.label or 'core'}.{kind.version}.{kind.kind}"
+    gvks = definitions[name].get("x-kubernetes-group-version-kind")
+    # Container is no top-level kind and carries no group-version-kind.
+    expected = {"group": kind.group, "version": kind.version, "kind": kind.kind}
+    if gvks is not None and expected not in gvks:
+        raise SystemExit(f"{name} is {gvks}, not {expected}")
+    return name
+
+
+def check_same_as_kubernetes_validate(kind_file: Schema, definitions: Schema, root: str) -> None:
+    """kubernetes-validate's own file of that name must mean the same definition, so that the
+    vendored schema is the one kubernetes-validate itself would have applied.
+
+    Its file is either an alias `$ref` or an inline copy whose top-level fields are also
+    allowed to be null; the copy in _definitions.json (vendored) does not allow null."""
+    if "$ref" in kind_file:
+        same = kind_file["$ref"].endswith(REF_PREFIX + root)
+    else:
+        same = (sorted(kind_file["properties"]) == sorted(definitions[root]["properties"])
+                and kind_file.get("required") == definitions[root].get("required"))
+    if not same:
+        raise SystemExit(f"kubernetes-validate's file for {root} differs from the definition")
+
+
+def vendor_18(sdist: Path) -> dict[str, str]:
+    files = read_validate_files(sdist, {"_definitions.json"} | {k.file_name for k in KINDS_18})
+    definitions = files["_definitions.json"]["definitions"]
+
+    def root_of(kind: Kind) -> str:
+        root = root_18(definitions, kind)
+        check_same_as_kubernetes_validate(files[kind.file_name], definitions, root)
+        return root
+
+    return render(KINDS_18, definitions, root_of)
+
+
+# --- 1.5: strict schemas generated from the models of the kubernetes 1.0.2 client ----------
+
+
+@dataclass(frozen=True)
+class Model:
+    """One generated model class: what its swagger definition said about each field."""
+
+    class_name: str
+    types: dict[str, str]  # attribute -> swagger type string
+    json_keys: dict[str, str]  # attribute -> JSON key
+    required: list[str]  # attributes whose setter refuses None
+    descriptions: dict[str, str]  # attribute -> the getter's documentation
+
+
+# The client generated empty classes (no attributes) for these, as their swagger definitions
+# had no properties. Taken literally they would refuse every value, so they are replaced by what
+# the API server decodes for them.
+SCALARS_15: dict[str, Schema] = {
+    "IntstrIntOrString": {
+        "type": ["integer", "string"],
+        "description": "IntOrString: an integer or a string (a port number or name, a count or "
+                       "a percentage)."},
+    "ResourceQuantity": {
+        "type": ["string", "number"],
+        "description": "Quantity: a string such as 100Gi or 500m; the API server also decodes a "
+                       "bare JSON number, as kubectl sends for unquoted YAML numbers."},
+    "UnversionedTime": {
+        "type": "string", "format": "date-time",
+        "description": "Time: an RFC 3339 timestamp."},
+}
+
+SIMPLE_TYPES_15: dict[str, Schema] = {
+    "str": {"type": "string"},
+    "int": {"type": "integer"},
+    "bool": {"type": "boolean"},
+    "float": {"type": "number"},
+    "datetime": {"type": "string", "format": "date-time"},
+    "object": {},  # anything
+}
+
+
+def swagger_name(class_name: str) -> str:
+    """The swagger definition a class was generated from: V1Job -> v1.Job,
+    V1beta1HTTPIngressPath -> v1beta1.HTTPIngressPath, IntstrIntOrString -> intstr.IntOrString.
+
+    The generator only capitalised the (lower-case) package part and dropped the dot."""
+    match = re.fullmatch(r"([A-Z][a-z0-9]*)([A-Z]\w*)", class_name)
+    if match is None:
+        raise ValueError(f"unexpected model class name {class_name}")
+    return f"{match.group(1).lower()}.{match.group(2)}"
+
+
+def _assigned_in(init: ast.FunctionDef, attribute: str) -> dict[str, str]:
+    """The dict literal that __init__ assigns to self.<attribute>."""
+    for node in init.body:
+        if (isinstance(node, ast.Assign) and isinstance(target := node.targets[0], ast.Attribute)
+                and target.attr == attribute):
+            value: dict[str, str] = ast.literal_eval(node.value)
+            return value
+    raise ValueError(f"__init__ assigns no self.{attribute}")
+
+
+def _decorated_as(function: ast.FunctionDef, decorator: str) -> bool:
+    return any((isinstance(d, ast.Name) and d.id == decorator)
+               or (isinstance(d, ast.Attribute) and d.attr == decorator)
+               for d in function.decorator_list)
+
+
+def _getter_description(function: ast.FunctionDef) -> str:
+    """The docstring between 'Gets the x of this Y.' and ':return:'."""
+    lines = (ast.get_docstring(function) or "").splitlines()[1:]
+    text = " ".join(line.strip() for line in lines if line.strip()).split(":return:")[0]
+    return text.strip()
+
+
+def parse_model(source: str) -> Model:
+    tree = ast.parse(source)
+    [cls] = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    methods = [node for node in cls.body if isinstance(node, ast.FunctionDef)]
+    [init] = [m for m in methods if m.name == "__init__"]
+    types = _assigned_in(init, "swagger_types")
+    json_keys = _assigned_in(init, "attribute_map")
+    # A required field's generated setter raises on None; optional ones just assign.
+    required = [m.name for m in methods if _decorated_as(m, "setter")
+                and "must not be `None`" in (ast.get_source_segment(source, m) or "")]
+    descriptions = {m.name: _getter_description(m) for m in methods
+                    if _decorated_as(m, "property")}
+    return Model(cls.name, types, json_keys, required, descriptions)
+
+
+def read_client_models(wheel: Path) -> dict[str, Model]:
+    models: dict[str, Model] = {}
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            if name.startswith(CLIENT_MODELS) and not name.endswith("__init__.py"):
+                model = parse_model(archive.read(name).decode("utf-8"))
+                models[model.class_name] = model
+    return models
+
+
+def type_schema(swagger_type: str, models: dict[str, Model]) -> Schema:
+    if swagger_type in SIMPLE_TYPES_15:
+        return dict(SIMPLE_TYPES_15[swagger_type])
+    if match := re.fullmatch(r"list\[(.+)\]", swagger_type):
+        return {"type": "array", "items": type_schema(match.group(1), models)}
+    if match := re.fullmatch(r"dict\(str, (.+)\)", swagger_type):
+        return {"type": "object", "additionalProperties": type_schema(match.group(1), models)}
+    if swagger_type in models:
+        return {"$ref": REF_PREFIX + swagger_name(swagger_type)}
+    raise ValueError(f"unknown swagger type {swagger_type!r}")
+
+
+def model_definition(model: Model, models: dict[str, Model]) -> Schema:
+    if model.class_name in SCALARS_15:
+        if model.types:
+            raise SystemExit(f"{model.class_name} now has fields: revisit SCALARS_15")
+        return SCALARS_15[model.class_name]
+    if not model.types:
+        # An empty strict object refuses every value: such a type needs a SCALARS_15 entry.
+        raise SystemExit(f"{model.class_name} has no fields and no scalar mapping")
+    properties: Schema = {}
+    for attribute, swagger_type in model.types.items():
+        schema = type_schema(swagger_type, models)
+        if model.descriptions.get(attribute):
+            schema["description"] = model.descriptions[attribute]
+        properties[model.json_keys[attribute]] = schema
+    definition: Schema = {"type": "object", "properties": properties,
+                          "additionalProperties": False}
+    if model.required:
+        definition["required"] = [model.json_keys[a] for a in model.required]
+    return definition
+
+
+def vendor_15(wheel: Path) -> dict[str, str]:
+    models = read_client_models(wheel)
+    definitions = {swagger_name(name): model_definition(model, models)
+                   for name, model in sorted(models.items())}
+
+    def root_of(kind: Kind) -> str:
+        # 1.5's swagger names carry the version only: batch/v1 Job is v1.Job.
+        return f"{kind.version}.{kind.kind}"
+
+    return render(KINDS_15, definitions, root_of)
+
+
+# --- entry point ----------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--validate-sdist", type=Path,
+                        help="kubernetes-validate-1.11.0.2.tar.gz (default: pip download)")
+    parser.add_argument("--client-wheel", type=Path,
+                        help="kubernetes-1.0.2-py2.py3-none-any.whl (default: pip download)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        sdist = args.validate_sdist or download(VALIDATE_SDIST, Path(scratch) / "validate")
+        wheel = args.client_wheel or download(CLIENT_WHEEL, Path(scratch) / "client")
+        verify(sdist, VALIDATE_SDIST)
+        verify(wheel, CLIENT_WHEEL)
+        # Both are built before either is written, so a failure leaves the old files whole.
+        v18, v15 = vendor_18(sdist), vendor_15(wheel)
+    write_version(HERE / "v1.8", v18)
+    write_version(HERE / "v1.5", v15)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,350 @@
+"""The vendored strict schemas of Kubernetes 1.5 and 1.8 (schema/kubernetes/), read with
+jsonschema alone: what each release accepts and refuses, and that every file stands alone."""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator, ValidationError
+
+from conftest import ROOT
+
+VENDORED = ROOT / "schema" / "kubernetes"
+RELEASES = ("v1.5", "v1.8")
+CORE_FILES = {"namespace-v1.json", "serviceaccount-v1.json", "configmap-v1.json",
+              "service-v1.json", "persistentvolume-v1.json", "persistentvolumeclaim-v1.json",
+              "job-batch-v1.json", "container-v1.json"}
+FILES = {"v1.5": CORE_FILES,
+         "v1.8": CORE_FILES | {"role-rbac-v1.json", "rolebinding-rbac-v1.json",
+                               "networkpolicy-networking-v1.json"}}
+ALL_FILES = [(release, name) for release in RELEASES for name in sorted(FILES[release])]
+
+JOB: dict[str, Any] = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "paddle-cluster-job", "namespace": "default", "labels": {"app": "x"}},
+    "spec": {
+        "parallelism": 3,
+        "completions": 3,
+        "activeDeadlineSeconds": 86400,
+        "template": {
+            "metadata": {"labels": {"app": "x"}, "annotations": {"a": "b"}},
+            "spec": {
+                "restartPolicy": "Never",
+                "serviceAccountName": "sa",
+                "volumes": [{"name": "efs", "persistentVolumeClaim": {"claimName": "efsvol"}},
+                            {"name": "h", "hostPath": {"path": "/home/admin/efs"}}],
+                "containers": [{
+                    "name": "trainer",
+                    "image": "paddlepaddle/paddle-tutorial:k8s_train",
+                    "command": ["/bin/bash", "-c", "/root/start.sh"],
+                    "env": [{"name": "JOB_NAME", "value": "paddle-cluster-job"}],
+                    "ports": [{"name": "jobport0", "containerPort": 7164, "hostPort": 7164}],
+                    "volumeMounts": [{"name": "efs", "mountPath": "/home/jobpath"}],
+                }],
+            },
+        },
+    },
+}
+PV: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolume",
+    "metadata": {"name": "efsvol"},
+    "spec": {
+        "capacity": {"storage": "100Gi"},
+        "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "nfs": {"server": "fs-1234.efs.us-west-2.amazonaws.com", "path": "/"},
+        "claimRef": {"namespace": "default", "name": "efsvol"},
+    },
+}
+PVC: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolumeClaim",
+    "metadata": {"name": "efsvol", "namespace": "default"},
+    "spec": {"accessModes": ["ReadWriteMany"], "volumeName": "efsvol",
+             "resources": {"requests": {"storage": "50Gi"}}},
+}
+SERVICE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "master", "namespace": "default"},
+    "spec": {"selector": {"app": "x"}, "clusterIP": "None",
+             "ports": [{"name": "etcd", "port": 2379, "targetPort": 2379, "protocol": "TCP"}]},
+}
+SERVICE_ACCOUNT: dict[str, Any] = {"apiVersion": "v1", "kind": "ServiceAccount",
+                                   "metadata": {"name": "sa", "namespace": "default"}}
+CONTAINER: dict[str, Any] = {"name": "init", "image": "busybox",
+                             "command": ["sh", "-c", "true"],
+                             "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}}
+
+
+@cache
+def schema_of(release: str, file_name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((VENDORED / release / file_name).read_text("utf-8"))
+    return loaded
+
+
+@cache
+def validator(release: str, file_name: str) -> Draft202012Validator:
+    """Built once per file for the whole module."""
+    return Draft202012Validator(schema_of(release, file_name))
+
+
+def errors(release: str, file_name: str, obj: Any) -> list[ValidationError]:
+    return list(validator(release, file_name).iter_errors(obj))
+
+
+def _copy_at(obj: dict[str, Any], path: str) -> tuple[dict[str, Any], Any, str]:
+    """A deep copy of `obj`, the node in it holding the dotted `path`'s last key, and that key
+    (list indexes are numbers)."""
+    result = copy.deepcopy(obj)
+    *parents, last = path.split(".")
+    node: Any = result
+    for key in parents:
+        node = node[int(key)] if key.isdigit() else node[key]
+    return result, node, last
+
+
+def changed(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    result, node, key = _copy_at(obj, path)
+    node[key] = value
+    return result
+
+
+def removed(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    result, node, key = _copy_at(obj, path)
+    del node[key]
+    return result
+
+
+def refs(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            found.add(node["$ref"])
+        for value in node.values():
+            found |= refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= refs(item)
+    return found
+
+
+# --- every file stands alone ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_each_release_has_exactly_its_kinds(release: str) -> None:
+    assert {p.name for p in (VENDORED / release).glob("*.json")} == FILES[release]
+
+
+@pytest.mark.parametrize(("release", "file_name"), ALL_FILES)
+def test_file_is_a_compact_standalone_schema(release: str, file_name: str) -> None:
+    text = (VENDORED / release / file_name).read_text(encoding="utf-8")
+    schema = json.loads(text)
+    Draft202012Validator.check_schema(schema)
+    assert set(schema) == {"$ref", "definitions"}
+    assert text == json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n"
+
+    definitions = schema["definitions"]
+    every_ref = refs(schema)
+    assert all(ref.startswith("#/definitions/") for ref in every_ref)
+    assert {ref.removeprefix("#/definitions/") for ref in every_ref} <= set(definitions)
+
+    reached, pending = set(), [schema["$ref"].removeprefix("#/definitions/")]
+    while pending:
+        name = pending.pop()
+        if name not in reached:
+            reached.add(name)
+            pending += [r.removeprefix("#/definitions/") for r in refs(definitions[name])]
+    assert reached == set(definitions), "definitions unreachable from the root"
+
+
+@pytest.mark.parametrize(("release", "file_name", "root"), [
+    ("v1.5", "job-batch-v1.json", "v1.Job"),
+    ("v1.5", "container-v1.json", "v1.Container"),
+    ("v1.8", "job-batch-v1.json", "io.k8s.api.batch.v1.Job"),
+    ("v1.8", "container-v1.json", "io.k8s.api.core.v1.Container"),
+    ("v1.8", "rolebinding-rbac-v1.json", "io.k8s.api.rbac.v1.RoleBinding"),
+    ("v1.8", "networkpolicy-networking-v1.json", "io.k8s.api.networking.v1.NetworkPolicy"),
+])
+def test_root_keeps_the_source_definition_name(release: str, file_name: str, root: str) -> None:
+    assert schema_of(release, file_name)["$ref"] == f"#/definitions/{root}"
+
+
+@pytest.mark.parametrize(("release", "file_name"), ALL_FILES)
+def test_every_object_definition_is_strict(release: str, file_name: str) -> None:
+    for name, definition in schema_of(release, file_name)["definitions"].items():
+        if "properties" in definition:
+            assert definition["additionalProperties"] is False, name
+
+
+# --- what both releases accept --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_paddle_job_is_valid(release: str) -> None:
+    assert errors(release, "job-batch-v1.json", JOB) == []
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize(("file_name", "obj"), [
+    ("persistentvolume-v1.json", PV),
+    ("persistentvolumeclaim-v1.json", PVC),
+    ("service-v1.json", SERVICE),
+    ("serviceaccount-v1.json", SERVICE_ACCOUNT),
+    ("namespace-v1.json", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}),
+    ("configmap-v1.json", {"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "c"}, "data": {"k": "v"}}),
+    ("container-v1.json", CONTAINER),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_valid_object_in_both(release: str, file_name: str, obj: dict[str, Any]) -> None:
+    assert errors(release, file_name, obj) == []
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize(("file_name", "obj", "path", "value"), [
+    # resource.Quantity: kubectl sends an unquoted YAML number as a JSON number.
+    ("persistentvolume-v1.json", PV, "spec.capacity.storage", 107374182400),
+    ("container-v1.json", CONTAINER, "resources.limits.cpu", 2),
+    # intstr.IntOrString: a port number or a port name.
+    ("service-v1.json", SERVICE, "spec.ports.0.targetPort", "etcd"),
+])
+def test_scalar_types_accept(release: str, file_name: str, obj: dict[str, Any], path: str,
+                             value: Any) -> None:
+    assert errors(release, file_name, changed(obj, path, value)) == []
+
+
+# --- what both releases refuse --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize(("file_name", "obj", "path", "value"), [
+    ("job-batch-v1.json", JOB, "spec.template.spec.containers.0.hostPorts", [7164]),
+    ("job-batch-v1.json", JOB, "spec.template.spec.volumes.1.hostPath.readOnly", True),
+    ("job-batch-v1.json", JOB, "metadata.label", {"app": "x"}),
+    ("container-v1.json", CONTAINER, "imagePullSecrets", []),
+    ("persistentvolume-v1.json", PV, "spec.nfs.mountOptions", ["hard"]),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_unknown_field_is_refused(release: str, file_name: str, obj: dict[str, Any], path: str,
+                                  value: Any) -> None:
+    [error] = errors(release, file_name, changed(obj, path, value))
+    assert error.validator == "additionalProperties"
+    assert repr(path.rpartition(".")[2]) in error.message
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize(("file_name", "obj", "path"), [
+    ("job-batch-v1.json", JOB, "spec.template.spec.containers.0.name"),
+    ("container-v1.json", CONTAINER, "name"),
+    ("job-batch-v1.json", JOB, "spec.template.spec.containers.0.ports.0.containerPort"),
+    ("job-batch-v1.json", JOB, "spec.template.spec.volumes.0.name"),
+    ("job-batch-v1.json", JOB, "spec.template.spec.containers.0.volumeMounts.0.mountPath"),
+    ("persistentvolume-v1.json", PV, "spec.nfs.server"),
+    ("persistentvolume-v1.json", PV, "spec.nfs.path"),
+    ("job-batch-v1.json", JOB, "spec.template"),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_missing_required_field_is_refused(release: str, file_name: str, obj: dict[str, Any],
+                                           path: str) -> None:
+    [error] = errors(release, file_name, removed(obj, path))
+    assert error.validator == "required"
+    assert repr(path.rpartition(".")[2]) in error.message
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize(("file_name", "obj", "path", "value"), [
+    ("job-batch-v1.json", JOB, "spec.parallelism", "3"),
+    ("job-batch-v1.json", JOB, "spec.template.spec.containers.0.command", "/root/start.sh"),
+    ("job-batch-v1.json", JOB, "metadata.labels.app", 1),
+    ("job-batch-v1.json", JOB, "metadata.creationTimestamp", 1500000000),
+    ("persistentvolume-v1.json", PV, "spec.capacity.storage", ["100Gi"]),
+    ("container-v1.json", CONTAINER, "resources.limits.cpu", True),
+    ("service-v1.json", SERVICE, "spec.ports.0.targetPort", 2379.5),
+    ("service-v1.json", SERVICE, "spec.ports.0.port", "2379"),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_wrong_type_is_refused(release: str, file_name: str, obj: dict[str, Any], path: str,
+                               value: Any) -> None:
+    assert errors(release, file_name, changed(obj, path, value)) != []
+
+
+# --- what 1.8 added ---------------------------------------------------------------------------
+
+
+NEWER_FIELDS = [
+    ("job-batch-v1.json", JOB, "spec.backoffLimit", 6),
+    ("job-batch-v1.json", JOB, "spec.template.spec.initContainers", [CONTAINER]),
+    ("job-batch-v1.json", JOB, "spec.template.spec.automountServiceAccountToken", False),
+    ("serviceaccount-v1.json", SERVICE_ACCOUNT, "automountServiceAccountToken", False),
+    ("persistentvolume-v1.json", PV, "spec.mountOptions", ["hard", "nfsvers=4.1"]),
+    ("persistentvolume-v1.json", PV, "spec.storageClassName", "efs"),
+    ("persistentvolumeclaim-v1.json", PVC, "spec.storageClassName", "efs"),
+    ("job-batch-v1.json", JOB, "spec.template.spec.volumes.1.hostPath.type", "Directory"),
+]
+
+
+@pytest.mark.parametrize(("file_name", "obj", "path", "value"), NEWER_FIELDS,
+                         ids=[path for _, _, path, _ in NEWER_FIELDS])
+def test_field_refused_by_15_and_accepted_by_18(file_name: str, obj: dict[str, Any], path: str,
+                                                value: Any) -> None:
+    newer = changed(obj, path, value)
+    parent, _, field = path.rpartition(".")
+    [error] = errors("v1.5", file_name, newer)
+    assert error.validator == "additionalProperties"
+    assert repr(field) in error.message
+    assert ".".join(map(str, error.absolute_path)) == parent
+    assert errors("v1.8", file_name, newer) == []
+
+
+@pytest.mark.parametrize(("file_name", "obj"), [
+    ("role-rbac-v1.json", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "r", "namespace": "default"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
+    ("rolebinding-rbac-v1.json", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "rb", "namespace": "default"},
+        "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "default"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}}),
+    ("networkpolicy-networking-v1.json", {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "np", "namespace": "default"},
+        "spec": {"podSelector": {"matchLabels": {"app": "x"}},
+                 "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "x"}}}],
+                              "ports": [{"protocol": "TCP", "port": 7164}]}]}}),
+], ids=["role", "rolebinding", "networkpolicy"])
+def test_18_only_kinds_are_usable(file_name: str, obj: dict[str, Any]) -> None:
+    assert errors("v1.8", file_name, obj) == []
+    assert errors("v1.8", file_name, {**obj, "status": {}}) != []
+
+
+# --- where the sources differ on purpose or by accident ---------------------------------------
+
+
+def test_15_requires_service_ports_and_18_does_not() -> None:
+    # The 1.5 spec marks ServiceSpec.ports required (kubernetes 1.0.2's setter refuses None),
+    # though the 1.5 API server accepts a headless Service without ports.
+    portless = removed(SERVICE, "spec.ports")
+    [error] = errors("v1.5", "service-v1.json", portless)
+    assert error.validator == "required"
+    assert errors("v1.8", "service-v1.json", portless) == []
+
+
+def test_fractional_quantity_number() -> None:
+    # 1.5 (generated here) takes any JSON number as the API server does; kubernetes-validate's
+    # 1.8 schema, vendored as shipped, takes integers only.
+    half_cpu = changed(CONTAINER, "resources.limits.cpu", 0.5)
+    assert errors("v1.5", "container-v1.json", half_cpu) == []
+    assert errors("v1.8", "container-v1.json", half_cpu) != []
+
+
+def test_origin_names_both_archives_and_their_digests() -> None:
+    origin = (VENDORED / "ORIGIN.md").read_text(encoding="utf-8")
+    for text in ("kubernetes-validate-1.11.0.2.tar.gz", "kubernetes-1.0.2-py2.py3-none-any.whl",
+                 "bfbf505f281ea67a1431cb4d1ea7a257d93047aa3f6c2425a025ffe034695d6a",
+                 "99c5925b8a077aa4cdaf38af24b8d3069ab06f4b51a99202ebd1c82f4e42e6e8"):
+        assert text in origin
