@@ -10,21 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from paddlegen.compiler.artifact import K8S_DIR, KUSTOMIZATION, MANIFEST, Artifact
 from paddlegen.compiler.problems import Position, Problem
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import to_yaml, yaml_stream
 from paddlegen.compiler.spec import load_spec
 
-MANIFEST = ".paddlegen-manifest"
-K8S_DIR = "k8s"
-KUSTOMIZATION = "kustomization.yaml"
 SCHEMA_RULE = "kube-schema"
-
-
-@dataclass(frozen=True)
-class Artifact:
-    path: str  # relative to the output directory, '/'-separated
-    text: str
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from enum import Enum
 from pathlib import Path
@@ -64,33 +65,55 @@ def is_spec(raw: bytes) -> bool:
 
 
 def read_spec(path: Path) -> bytes:
-    """The file's bytes, or its first MAX_BYTES + 1: enough for the loader to refuse it."""
+    """The file's bytes, or its first MAX_BYTES + 1: enough for the loader to refuse it.
+
+    Only a regular file (or - for stdin) is read, and opening never blocks (a FIFO, a device)."""
     from paddlegen.compiler.loader import MAX_BYTES
 
-    try:
-        if str(path) == "-":
+    def problem(message: str) -> SpecError:
+        return SpecError([Problem(Position(str(path), 1, 1), "", "io", message)])
+
+    if str(path) == "-":
+        if sys.stdin is None:
+            raise problem("standard input is closed")
+        try:
             return sys.stdin.buffer.read(MAX_BYTES + 1)
-        with open(path, "rb") as handle:
-            return handle.read(MAX_BYTES + 1)
+        except OSError as error:
+            raise problem(error.strerror or str(error)) from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as error:
-        raise SpecError([Problem(Position(str(path), 1, 1), "", "io",
-                                 error.strerror or str(error))]) from None
+        raise problem(error.strerror or str(error)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise problem("not a regular file")
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, MAX_BYTES + 1 - sum(map(len, chunks))):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as error:
+        raise problem(error.strerror or str(error)) from None
+    finally:
+        os.close(fd)
 
 
 def write_stdout(text: str) -> None:
+    if sys.stdout is None:
+        raise fail("standard output is closed")
     try:
         # UTF-8 bytes whatever the locale: output is the same on every machine
         sys.stdout.buffer.write(text.encode("utf-8"))
         sys.stdout.flush()
-    except BrokenPipeError:  # `| head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except OSError as error:
-        raise fail(f"cannot write to stdout: {error.strerror or error}") from None
+        # what is still buffered goes nowhere, so that exiting does not fail on it again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if not isinstance(error, BrokenPipeError):  # `| head`: the reader has what it wanted
+            raise fail(f"cannot write to stdout: {error.strerror or error}") from None
 
 
 def report(problems: list[Problem], output: Format) -> None:
     if output is Format.json:
-        typer.echo(json.dumps([p.as_dict() for p in problems], indent=2))
+        write_stdout(json.dumps([p.as_dict() for p in problems], indent=2) + "\n")
     else:
         for problem in problems:
             typer.echo(str(problem), err=True)
@@ -208,20 +231,25 @@ def readable(specs: list[Path], only_specs: bool) -> tuple[list[tuple[Path, byte
     return found, problems
 
 
-def discover_specs(root: Path) -> list[Path]:
-    """Specs under root that keep their tree in an out/ beside them (for `check` alone)."""
+def discover_specs(root: Path) -> tuple[list[tuple[Path, bytes]], list[Problem]]:
+    """Specs under root that keep their tree in an out/ beside them (for `check` alone), and
+    a problem for each directory or YAML file beside an out/ that cannot be read."""
     skip = {"out", "node_modules", "__pycache__"}
-    found = []
-    for directory, subdirectories, files in os.walk(root):
+    problems: list[Problem] = []
+
+    def unreadable(error: OSError) -> None:
+        problems.append(Problem(Position(os.path.normpath(error.filename), 1, 1), "", "io",
+                                f"cannot read this directory: {error.strerror}"))
+
+    candidates = []
+    for directory, subdirectories, files in os.walk(root, onerror=unreadable):
         subdirectories[:] = sorted(d for d in subdirectories
                                    if not d.startswith(".") and d not in skip)
-        for name in sorted(files):
-            path = Path(directory) / name
-            if path.suffix in (".yaml", ".yml") and (path.parent / "out").is_dir():
-                with open(path, "rb") as handle:
-                    if is_spec(handle.read(4096)):
-                        found.append(path.relative_to(root) if root == Path() else path)
-    return found
+        if os.path.lexists(Path(directory) / "out"):  # a symlink too: check refuses it
+            candidates += [Path(directory) / name for name in sorted(files)
+                           if name.endswith((".yaml", ".yml"))]
+    found, unread = readable(candidates, only_specs=True)
+    return found, problems + unread
 
 
 @app.command()
@@ -265,8 +293,11 @@ def check(
     """
     from paddlegen.compiler.writer import WriteError, drift
 
-    found, unreadable = readable(specs or discover_specs(Path()), only_specs)
+    found, unreadable = readable(specs, only_specs) if specs else discover_specs(Path())
     report(unreadable, Format.text)
+    if not found and not unreadable:
+        typer.echo("paddlegen: no spec with an out/ beside it below the current directory",
+                   err=True)
     drifted, invalid = False, bool(unreadable)
     for spec, raw in found:
         result = compiled(spec, raw, strict=strict)
@@ -349,6 +380,3 @@ def init(
         raise fail(f"no starter for profile {profile!r}")
     write_stdout(f"# yaml-language-server: $schema={schema_url}\n" + starter.read_text("utf-8"))
 
-
-def main() -> None:
-    app()

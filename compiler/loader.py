@@ -18,6 +18,7 @@ from paddlegen.compiler.problems import Position, Problem, SpecError, dotted
 MAX_BYTES = 1 << 20  # a spec is a few kilobytes; refuse multi-megabyte input before parsing it
 MAX_NODES = 10_000  # nodes after alias expansion
 MAX_DEPTH = 64
+MAX_NUMBER_LENGTH = 32  # characters of a number: more than any int64 or double needs
 
 Path = tuple[str | int, ...]
 
@@ -35,6 +36,8 @@ LOADER_RULES = {
     "yaml-syntax": "The file is not well-formed YAML.",
     "yaml-documents": "The file holds more than one YAML document.",
     "yaml-root": "The document is not a mapping.",
+    "yaml-scalar": f"A value its tag cannot read (`!!int abc`, `!!bool maybe`), or a number of "
+                   f"more than {MAX_NUMBER_LENGTH} characters.",
     "yaml-tag": "A tag other than the plain YAML types (such as !!python/object or !Ref): a spec "
                 "never constructs objects.",
     "yaml-key": "A mapping key that is not a plain string, or a merge key '<<'.",
@@ -145,6 +148,9 @@ class _Builder:
             fail(where, "yaml-syntax", f"invalid YAML: {what}")
         except YAMLError as error:
             fail(Position(self.filename, 1, 1), "yaml-syntax", f"invalid YAML: {error}")
+        except AssertionError as error:  # ruamel's check of a %YAML directive
+            fail(Position(self.filename, 1, 1), "yaml-syntax",
+                 f"invalid YAML: {error}; a spec is YAML 1.2 and needs no %YAML directive")
 
     def events(self, stream: Iterator[Any]) -> Any:
         stack: list[_Collection] = []
@@ -260,7 +266,7 @@ class _Builder:
                              f"(kubectl, kube-aws): quote it, or write true/false for a boolean")
         else:
             self.texts[path] = event.value
-            value = self.construct(tag, event)
+            value = self.construct(tag, event, path)
         if event.anchor:
             self.anchors[event.anchor] = (value, 1)
         return value, 1
@@ -281,11 +287,23 @@ class _Builder:
         if tag != f"{_TAG}{kind}":
             self.problem(event, path, "yaml-tag", f"YAML tag {tag!r} is not allowed in a spec")
 
-    def construct(self, tag: str, event: Any) -> Any:
+    def construct(self, tag: str, event: Any, path: Path) -> Any:
+        """A number, boolean or null; None (and a problem) for what its tag cannot read, or a
+        number longer than any field takes (Python would spend time, or refuse, converting it)."""
         from ruamel.yaml.nodes import ScalarNode
 
+        kind = tag.removeprefix(_TAG)
+        if kind in ("int", "float") and len(event.value) > MAX_NUMBER_LENGTH:
+            self.problem(event, path, "yaml-scalar",
+                         f"a number of {len(event.value)} characters; no field takes more "
+                         f"than {MAX_NUMBER_LENGTH}")
+            return None
         node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
-        return self.yaml.constructor.construct_object(node)
+        try:
+            return self.yaml.constructor.construct_object(node)
+        except (ValueError, LookupError, TypeError, ArithmeticError):
+            self.problem(event, path, "yaml-scalar", f"{event.value!r} is not a valid !!{kind}")
+            return None
 
     def yaml11_bool(self, value: str) -> bool:
         from ruamel.yaml.nodes import ScalarNode

@@ -95,9 +95,12 @@ class WithBucket(Protocol):
     def cluster(self) -> BucketCluster: ...
 
 
-class WithDataset(Protocol):
+class WithMetadata(Protocol):
     @property
     def metadata(self) -> Metadata: ...
+
+
+class WithDataset(WithMetadata, Protocol):
     @property
     def dataset(self) -> DatasetSettings: ...
 
@@ -175,6 +178,19 @@ def kube_version(target_of: Callable[[K], Target], alternatives: str = "") -> Ru
 
     check.__doc__ = KUBE_VERSION_DOC
     return Rule("kube-version", check)
+
+
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+
+
+@rule("system-namespace", severity="warning")
+def system_namespace(spec: WithMetadata) -> Iterable[Violation]:
+    """The namespace is not one of Kubernetes' own (kube-system, kube-public, kube-node-lease):
+    the job's objects would mix with the cluster's, under its policies."""
+    if spec.metadata.namespace in SYSTEM_NAMESPACES:
+        yield ("metadata", "namespace"), (
+            f"{spec.metadata.namespace} belongs to Kubernetes itself; use a namespace of the "
+            "job's own, such as default or paddle")
 
 
 @rule("job-names")

@@ -50,6 +50,7 @@ from paddlegen.compiler.rules import (
     rule,
     s3_bucket_name,
     storage_request,
+    system_namespace,
     training_image_tag,
     worker_capacity,
     zone_in_region,
@@ -57,6 +58,7 @@ from paddlegen.compiler.rules import (
 from paddlegen.compiler.targets import KubeRelease, Target
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
+    INT32_MAX,
     ClusterTraining,
     DatasetSettings,
     EfsStorage,
@@ -149,7 +151,7 @@ class KubeAwsCluster(SpecModel):
         str | None, text(p.HOSTED_ZONE_ID, "Route 53 hosted zone id for createRecordSet.")
     ] = Field(default=None, alias="hostedZoneId")
     record_set_ttl: Annotated[
-        int | None, Field(ge=1, description="TTL of the record set, seconds.")
+        int | None, Field(ge=1, le=INT32_MAX, description="TTL of the record set, seconds.")
     ] = Field(default=None, alias="recordSetTTL")
 
 
@@ -285,9 +287,49 @@ def iam_role_name(spec: KubeAwsSpec) -> Iterable[Violation]:
 
 
 @dataclass(frozen=True)
+class AwsNames:
+    """The names the runbook gives what it creates, derived from the spec."""
+
+    inline_policy: str
+    efs: str  # the file system's creation token and its security group's name
+    key_file: str  # the key pair's private key, in $ASSETS
+
+
+def aws_names(c: KubeAwsCluster) -> AwsNames:
+    return AwsNames(f"{c.name}-kube-aws", f"{c.name}-efs", f"{c.key_name}.pem")
+
+
+# AWS's limits on those names (and the file system's on a file name).
+NAME_LIMITS = (
+    ("inline_policy", "the IAM inline policy name", 128, ("cluster", "name")),
+    ("efs", "the EFS creation token", 64, ("cluster", "name")),
+    ("key_file", "the private key's file name", 255, ("cluster", "keyName")),
+)
+
+
+@rule("aws-names")
+def aws_name_limits(spec: KubeAwsSpec) -> Iterable[Violation]:
+    """The names the runbook derives stay within AWS's limits (an IAM policy name 128
+    characters, an EFS creation token 64, a security group name 255), and the key pair's file
+    <keyName>.pem is a file name of at most 255 bytes inside $ASSETS (no '/')."""
+    names = aws_names(spec.cluster)
+    for field, what, limit, path in NAME_LIMITS:
+        name = getattr(names, field)
+        if len(name.encode()) > limit:
+            yield path, (f"{what} {name[:40]}... would have {len(name.encode())} characters, "
+                         f"over the {limit} AWS takes; shorten {path[-1]} by "
+                         f"{len(name.encode()) - limit}")
+    if "/" in spec.cluster.key_name:
+        yield ("cluster", "keyName"), (
+            f"{spec.cluster.key_name!r} has a '/': the runbook saves the private key as "
+            "$ASSETS/<keyName>.pem, which must stay in $ASSETS")
+
+
+@dataclass(frozen=True)
 class KubeAwsPlan:
     meta: Meta
     cluster: KubeAwsCluster  # the spec's settings, with worker_count resolved
+    names: AwsNames
     s3_bucket: str
     efs: EfsVolume
     data: DataJob
@@ -325,8 +367,8 @@ def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
                    spec.dataset.active_deadline_seconds)
     training = pserver_training(name, t, ClaimVolume(storage.claim_name),
                                 data_ready(f"{t.job_path}/{name}", t.nodes), tgt.kube)
-    return KubeAwsPlan(Meta(name, namespace, tgt), cluster, bucket_of(cluster.s3_uri), efs,
-                       data, training)
+    return KubeAwsPlan(Meta(name, namespace, tgt), cluster, aws_names(cluster),
+                       bucket_of(cluster.s3_uri), efs, data, training)
 
 
 def objects(plan: KubeAwsPlan) -> list[Object]:
@@ -444,6 +486,7 @@ def runbook(plan: KubeAwsPlan, manifest_paths: list[str]) -> str:
     meta, c, training, data = plan.meta, plan.cluster, plan.training, plan.data
     *first, training_manifest = manifest_paths
     region, name, key = q(c.region), q(c.name), q(c.key_name)
+    names, key_file = plan.names, q(plan.names.key_file)
     aws_ec2 = f"aws ec2 --region {region}"
     version = c.kube_aws_version
     kube = meta.target.kube
@@ -487,15 +530,15 @@ export KUBECONFIG="$ASSETS/kubeconfig"
 
 ```sh
 {rb.attach_policies(rb.SEED_MANAGED_POLICIES)}aws iam put-user-policy --user-name "$IAM_USER" \\
-  --policy-name {q(c.name + "-kube-aws")} --policy-document "file://$OUT/aws/iam-policy.json"
+  --policy-name {q(names.inline_policy)} --policy-document "file://$OUT/aws/iam-policy.json"
 ```
 
 ## 2. Key pair, KMS key and S3 bucket (region {c.region})
 
 ```sh
 {aws_ec2} create-key-pair --key-name {key} \\
-  --query KeyMaterial --output text > "$ASSETS/"{key}.pem
-chmod 400 "$ASSETS/"{key}.pem
+  --query KeyMaterial --output text > "$ASSETS/"{key_file}
+chmod 400 "$ASSETS/"{key_file}
 aws kms --region={region} create-key --description="kube-aws assets" \\
   --query KeyMetadata.Arn --output text
 aws s3 mb s3://{q(plan.s3_bucket)} --region {region}
@@ -536,11 +579,11 @@ SUBNET_ID=$({aws_ec2} describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
 WORKER_SG=$({aws_ec2} describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
   Name=tag:Name,Values={q(c.name + "-sg-worker")} \\
   --query 'SecurityGroups[0].GroupId' --output text)
-EFS_SG=$({aws_ec2} create-security-group --vpc-id "$VPC_ID" --group-name {q(c.name + "-efs")} \\
+EFS_SG=$({aws_ec2} create-security-group --vpc-id "$VPC_ID" --group-name {q(names.efs)} \\
   --description "NFS from the workers" --query GroupId --output text)
 {aws_ec2} authorize-security-group-ingress --group-id "$EFS_SG" --protocol tcp --port 2049 \\
   --source-group "$WORKER_SG"
-FS_ID=$(aws efs create-file-system --region {region} --creation-token {q(c.name + "-efs")} \\
+FS_ID=$(aws efs create-file-system --region {region} --creation-token {q(names.efs)} \\
   --query FileSystemId --output text)
 until [ "$(aws efs describe-file-systems --region {region} --file-system-id "$FS_ID" \\
   --query 'FileSystems[0].LifeCycleState' --output text)" = available ]; do sleep 5; done
@@ -566,7 +609,7 @@ To look at the output from a worker:
 
 ```sh
 WORKER_IP="${{WORKER_IP:?set WORKER_IP to the public IP of a worker (EC2 console)}}"
-ssh -i "$ASSETS/"{key}.pem "core@$WORKER_IP" \\
+ssh -i "$ASSETS/"{key_file} "core@$WORKER_IP" \\
   {q(rb.mount_command(plan.efs.server, "/mnt/efs") + f" && ls /mnt/efs/{training.name}/output")}
 ```
 
@@ -606,6 +649,7 @@ PROFILE = Profile(
     rules=(port_range, gradient_servers, worker_capacity,
            kube_version(target, "; cluster.kubeAwsVersion chooses the release"), job_names,
            split_count, zone_in_region, kms_key_arn, efs_region, storage_request, kube_aws_network,
-           record_set, iam_role_name, s3_bucket_name, training_image_tag, dataset_image_tag),
+           record_set, iam_role_name, aws_name_limits, s3_bucket_name, training_image_tag,
+           dataset_image_tag, system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain)

@@ -32,6 +32,7 @@ from paddlegen.compiler.rules import (
     kube_version,
     port_range,
     s3_bucket_name,
+    system_namespace,
     training_image_tag,
     worker_capacity,
     zone_in_region,
@@ -221,6 +222,6 @@ PROFILE = Profile(
             "the hosts' EFS mount",
     model=KubeUpSpec,
     rules=(port_range, gradient_servers, worker_capacity, kube_version(target), zone_in_region,
-           s3_bucket_name, training_image_tag),
+           s3_bucket_name, training_image_tag, system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain)

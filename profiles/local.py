@@ -15,10 +15,10 @@ from paddlegen.compiler.explain import common_facts
 from paddlegen.compiler.kube_objects import Object, host_volume, job
 from paddlegen.compiler.plan import HostVolume, Meta, gflag
 from paddlegen.compiler.profile import Explanation, Profile
-from paddlegen.compiler.rules import kube_version, training_image_tag
+from paddlegen.compiler.rules import kube_version, system_namespace, training_image_tag
 from paddlegen.compiler.targets import KubeRelease, Target
 from paddlegen.schema import patterns as p
-from paddlegen.schema.models import SpecBase, SpecModel, deadline, text
+from paddlegen.schema.models import INT32_MAX, SpecBase, SpecModel, deadline, text
 
 DEFAULT_KUBE_VERSION = "1.35"
 
@@ -45,11 +45,15 @@ class LocalTraining(SpecModel):
     trainer_count: Annotated[
         int, Field(ge=1, le=1024, description="Trainer threads (--trainer_count).")
     ]
-    log_period: Annotated[int, Field(ge=1, description="Batches between logs (--log_period).")]
-    num_passes: Annotated[int, Field(ge=1, description="Passes over the data (--num_passes).")]
+    log_period: Annotated[
+        int, Field(ge=1, le=INT32_MAX, description="Batches between logs (--log_period).")
+    ]
+    num_passes: Annotated[
+        int, Field(ge=1, le=INT32_MAX, description="Passes over the data (--num_passes).")
+    ]
     use_gpu: bool = Field(description="Train on a GPU (--use_gpu).")
     show_parameter_stats_period: Annotated[
-        int, Field(ge=0, description="Batches between parameter statistics "
+        int, Field(ge=0, le=INT32_MAX, description="Batches between parameter statistics "
                    "(--show_parameter_stats_period).")
     ]
     test_all_data_in_one_period: bool = Field(
@@ -171,5 +175,6 @@ def explain(plan: LocalPlan) -> Explanation:
 
 PROFILE = Profile(
     name="local", summary="seed 004: one `paddle train` Job with the spec's trainer flags",
-    model=LocalSpec, rules=(kube_version(target), training_image_tag), target=target,
+    model=LocalSpec, rules=(kube_version(target), training_image_tag, system_namespace),
+    target=target,
     derive=derive, objects=objects, files=files, runbook=runbook, explain=explain)

@@ -23,6 +23,7 @@ def text(pattern: p.Pattern, description: str) -> object:
 
 # Kubernetes keeps durations in int64 seconds; a year bounds any training run of these demos.
 MAX_DEADLINE_SECONDS = 366 * 24 * 3600
+INT32_MAX = 2**31 - 1  # what gflags' int32 flags and Kubernetes' int32 fields take
 
 
 def deadline(job: str) -> object:

@@ -60,9 +60,13 @@ EFS_DNS_NAME = grammar(
     r"^fs-[0-9a-f]{8,40}\.efs\.[a-z]{2}(-gov)?-[a-z]+-[0-9]\.amazonaws\.com$",
     "an EFS DNS name such as fs-2cbf7385.efs.us-west-2.amazonaws.com",
 )
+# Bounded, so that comparing two quantities is cheap arithmetic: 19 digits and an exponent of
+# two hold every size a volume has (Kubernetes itself keeps quantities in an int64 mostly).
 QUANTITY = grammar(
-    r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$",
-    "a Kubernetes quantity such as 50Gi, 100G or 512Mi",
+    r"^\+?([0-9]{1,19}(\.[0-9]{0,9})?|\.[0-9]{1,9})"
+    r"(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$",
+    "a Kubernetes quantity such as 50Gi, 100G or 512Mi (at most 19 digits before the point, 9 "
+    "after it, and an exponent of at most 2 digits)",
 )
 # The distribution reference grammar: [domain[:port]/]component(/component)*[:tag][@digest]
 # (a first part is a domain only with a '.', a port, or as localhost; else it is a component)

@@ -193,9 +193,13 @@ def test_an_unreadable_file_does_not_hide_the_others(kube_aws_spec: Path, tmp_pa
 
 
 def test_endless_input_is_refused_after_reading_one_mebibyte() -> None:
-    result = run_cli("validate", "/dev/zero")
+    with open("/dev/zero", "rb") as zeros:
+        result = subprocess.run([sys.executable, "-m", "paddlegen.compiler", "validate", "-"],
+                                stdin=zeros, capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert "a spec may be at most 1048576" in result.stderr
+    device = run_cli("validate", "/dev/zero")  # not even opened for long: not a regular file
+    assert device.returncode == 2 and "/dev/zero:1:1: not a regular file [io]" in device.stderr
 
 
 def test_spec_from_stdin(kube_aws_spec: Path) -> None:

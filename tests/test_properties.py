@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paddlegen.compiler.build import ManifestError, build
@@ -14,6 +14,7 @@ from paddlegen.compiler.kube_schema import violations
 from paddlegen.compiler.problems import SpecError
 from paddlegen.compiler.writer import drift, write_tree
 
+from conftest import GOLDEN_SPECS
 from strategies import any_valid_spec, dump, kube_aws_specs, kube_up_specs
 
 
@@ -109,3 +110,44 @@ def test_random_bytes_never_crash(raw: bytes) -> None:
         build(raw, "spec.yaml")
     except SpecError as error:
         assert error.problems
+
+
+TAGS = ["!!int", "!!float", "!!bool", "!!str", "!!null", "!!binary", "!!timestamp", "!!map",
+        "!!seq", "!!set", "!!omap", "!!python/object/apply:os.system", "!<tag:yaml.org,2002:int>",
+        "!Ref", "!"]
+HUGE_NUMBERS = ["9" * 5000, "-" + "9" * 40, "1e999999999", "0x" + "f" * 60, ".inf", "-.nan",
+                "1_000_000_000_000_000_000_000", "0o" + "7" * 50, "1" + "0" * 100]
+CONTROL = [chr(code) for code in range(32) if chr(code) not in "\n"] + [
+    "\x7f", "\x85", "\u2028", "\u2029", "\ufeff", "\ud7ff", "\U0010ffff"]
+
+
+@st.composite
+def hostile_specs(draw: st.DrawFn) -> bytes:
+    """A golden spec with values given YAML tags, swapped for huge numbers, or salted with
+    control characters, a few lines at a time."""
+    lines = draw(st.sampled_from(GOLDEN_SPECS)).read_text().splitlines(keepends=True)
+    for _ in range(draw(st.integers(1, 4))):
+        index = draw(st.integers(0, len(lines) - 1))
+        key, colon, value = lines[index].partition(": ")
+        if not colon:
+            continue
+        how = draw(st.sampled_from(["tag", "number", "control"]))
+        if how == "tag":
+            value = f"{draw(st.sampled_from(TAGS))} {value}"
+        elif how == "number":
+            value = draw(st.sampled_from(HUGE_NUMBERS)) + "\n"
+        else:
+            at = draw(st.integers(0, len(value)))
+            value = value[:at] + draw(st.sampled_from(CONTROL)) + value[at:]
+        lines[index] = f"{key}{colon}{value}"
+    return "".join(lines).encode("utf-8", errors="surrogatepass")
+
+
+@settings(max_examples=300)
+@given(hostile_specs())
+def test_hostile_values_are_refused_with_positions_never_crash(raw: bytes) -> None:
+    try:
+        build(raw, "spec.yaml")
+    except SpecError as error:
+        assert error.problems
+        assert all(str(p).startswith("spec.yaml:") for p in error.problems)

@@ -193,3 +193,13 @@ def test_v0_9_9_finds_the_hosted_zone_by_id_only() -> None:
     [(path, rule, message)] = problems_of(v099)
     assert (path, rule) == ("cluster.createRecordSet", "record-set")
     assert "hostedZoneId" in message
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public"])
+def test_a_system_namespace_is_a_warning(namespace: str) -> None:
+    spec = KUBE_AWS.replace("namespace: default", f"namespace: {namespace}")
+    [warning] = load_spec(spec.encode(), "spec.yaml").warnings
+    assert (warning.path, warning.rule, warning.severity) == (
+        "metadata.namespace", "system-namespace", "warning")
+    with pytest.raises(SpecError):
+        load_spec(spec.encode(), "spec.yaml", strict=True)
