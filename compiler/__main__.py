@@ -28,7 +28,7 @@ def main() -> None:
     try:
         from paddlegen.compiler.cli import app
 
-        app()
+        app(prog_name="paddlegen")
     except Interrupted:
         with contextlib.suppress(OSError):  # no stderr to say it on
             os.write(2, b"paddlegen: interrupted\n")

@@ -12,7 +12,7 @@ import stat
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,6 +23,18 @@ if TYPE_CHECKING:
 
 EXIT_DRIFT = 1
 EXIT_INVALID = 2
+
+class Command(typer.core.TyperCommand):
+    """Usage lines as other CLIs write them: SPEC, SPEC..., [SPEC]..."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, typer.core.TyperArgument):
+                name = param.display_name_raw if param.required else f"[{param.display_name_raw}]"
+                pieces.append(name + ("..." if param.nargs != 1 else ""))
+        return pieces
+
 
 app = typer.Typer(
     help="Compile a PaddlePaddle training spec into everything needed to run it on Kubernetes.",
@@ -52,6 +64,10 @@ def main_options(
                                            help="Print the version and exit.")] = False,
 ) -> None:
     """paddlegen: one training spec in, every artifact to run it out."""
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def fail(message: str) -> typer.Exit:
@@ -165,7 +181,7 @@ def compiled(spec: Path, raw: bytes | None = None, kube_version: str | None = No
     return result
 
 
-@app.command()
+@app.command(cls=Command)
 def build(
     spec: SpecArgument,
     output: OutputOption,
@@ -198,6 +214,7 @@ def build(
                 write_stdout(diff)
                 typer.echo(f"paddlegen: {out_dir} is not what {spec} compiles to", err=True)
                 raise typer.Exit(EXIT_DRIFT)
+            typer.echo(f"paddlegen: {out_dir} is up to date with {spec}", err=True)
             return
         removed = write_tree(out_dir, result.artifacts, force=force)
     except WriteError as error:
@@ -207,7 +224,7 @@ def build(
     typer.echo(f"wrote {len(result.artifacts)} files to {out_dir}", err=True)
 
 
-SpecsArgument = Annotated[list[Path], typer.Argument(metavar="SPEC...", help="Spec files.",
+SpecsArgument = Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files.",
                                                     show_default=False)]
 OnlySpecsOption = Annotated[bool, typer.Option(
     "--only-specs", help="Skip files that are not paddlegen specs (for hooks given every YAML).")]
@@ -252,36 +269,44 @@ def discover_specs(root: Path) -> tuple[list[tuple[Path, bytes]], list[Problem]]
     return found, problems + unread
 
 
-@app.command()
+@app.command(cls=Command)
 def validate(
     specs: SpecsArgument,
     only_specs: OnlySpecsOption = False,
     output: FormatOption = Format.text,
+    kube_version: KubeVersionOption = None,
     strict: StrictOption = False,
 ) -> None:
     """Validate every SPEC and report every problem of every file; exit 2 if any is invalid.
 
+    Each valid spec is also compiled and its objects checked, as build does: a spec that
+    passes builds.
+
     Example: paddlegen validate --format json specs/*.yaml
     """
-    from paddlegen.compiler.spec import load_spec
+    from paddlegen.compiler.build import ManifestError, build
 
     found, problems = readable(specs, only_specs)
     for spec, raw in found:
         try:
-            problems.extend(load_spec(raw, str(spec), strict).warnings)
-        except SpecError as error:
+            problems.extend(build(raw, str(spec), kube_version, strict).warnings)
+        except (SpecError, ManifestError) as error:
             problems.extend(error.problems)
     report(sorted(problems, key=lambda p: (p.position, p.path)), output)
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(EXIT_INVALID)
+    if output is Format.text:
+        typer.echo(f"paddlegen: {plural(len(found), 'spec')} valid"
+                   f"{'' if found else ' (no paddlegen spec among the files)'}", err=True)
 
 
-@app.command()
+@app.command(cls=Command)
 def check(
     specs: Annotated[list[Path] | None, typer.Argument(
-        metavar="[SPEC...]", help="Spec files; none: every spec below the current directory "
+        metavar="SPEC", help="Spec files; none: every spec below the current directory "
         "with an out/ beside it.", show_default=False)] = None,
     only_specs: OnlySpecsOption = False,
+    kube_version: KubeVersionOption = None,
     strict: StrictOption = False,
 ) -> None:
     """Exit 1 when the out/ directory beside any SPEC is not what SPEC compiles to.
@@ -300,7 +325,7 @@ def check(
                    err=True)
     drifted, invalid = False, bool(unreadable)
     for spec, raw in found:
-        result = compiled(spec, raw, strict=strict)
+        result = compiled(spec, raw, kube_version, strict)
         if result is None:
             invalid = True
             continue
@@ -316,9 +341,12 @@ def check(
             drifted = True
     if invalid or drifted:
         raise typer.Exit(EXIT_INVALID if invalid else EXIT_DRIFT)
+    if found:
+        typer.echo(f"paddlegen: {plural(len(found), 'tree')} up to date with "
+                   f"{'its spec' if len(found) == 1 else 'their specs'}", err=True)
 
 
-@app.command()
+@app.command(cls=Command)
 def schema() -> None:
     """Print the spec's JSON Schema (for editors and other validators).
 
@@ -329,7 +357,7 @@ def schema() -> None:
     write_stdout(schema_text())
 
 
-@app.command()
+@app.command(cls=Command)
 def rules() -> None:
     """Print the reference of every rule a spec is checked against (Markdown).
 
@@ -340,7 +368,7 @@ def rules() -> None:
     write_stdout(rules_reference())
 
 
-@app.command()
+@app.command(cls=Command)
 def explain(
     spec: SpecArgument,
     output: Annotated[Format, typer.Option("--format", help="text, or json.")] = Format.text,
@@ -361,7 +389,7 @@ def explain(
                  else explanation_text(explanation))
 
 
-@app.command()
+@app.command(cls=Command)
 def init(
     profile: Annotated[str, typer.Option("--profile", help="A profile: kube-aws, kube-up, ...")
                        ] = "kube-aws",

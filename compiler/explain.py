@@ -15,7 +15,7 @@ from paddlegen.compiler.plan import Meta, PserverTraining
 from paddlegen.compiler.profile import Explanation
 
 COMMENT = "paddle_process_by_paddle"  # start_paddle.py tags every process with it
-IMAGE_FLAGS_FROM = "/root/start.sh of paddlepaddle/paddle-tutorial:k8s_train (seed 003)"
+IMAGE_FLAGS_FROM = "/root/start.sh of paddlepaddle/paddle-tutorial:k8s_train"
 LABEL_WIDTH = 20
 
 

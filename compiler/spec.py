@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from functools import cache
 from importlib import resources
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
+
+from pydantic import BaseModel
 
 from paddlegen.compiler.loader import Document, Path, load_text
 from paddlegen.compiler.problems import Problem, SpecError, dotted
@@ -50,15 +53,51 @@ def load_spec(raw: bytes, filename: str, strict: bool = False,
         raise SpecError([profile_problem(document, name)])
     profile = PROFILES[name]
     merged = merge(profile_document(name), document)
-    spec = validate(merged, profile.model)
+    spec, problems = validate(merged, profile.model)
     if kube_version:
         spec = spec.model_copy(update={"kube_version": kube_version})
-    problems = [Problem(merged.position(path), dotted(path), rule.name, message,
-                        "error" if strict else rule.severity)
-                for rule in profile.rules for path, message in rule.check(spec)]
+    complete = not problems
+    problems += [Problem(merged.position(path), dotted(path), rule.name, message,
+                         "error" if strict else rule.severity)
+                 for rule in profile.rules for path, message in checked(rule, spec, complete)]
+    unfilled = placeholders(document)
+    if unfilled:  # what else is wrong there follows from the placeholder
+        paths = {p.path for p in unfilled}
+        problems = unfilled + [p for p in problems if p.path not in paths]
     if any(p.severity == "error" for p in problems):
         raise SpecError(problems)
     return ValidSpec(profile, spec, tuple(problems))
+
+
+PLACEHOLDER = re.compile(r"<([^<>\n]+)>")
+
+
+def placeholders(document: Document) -> list[Problem]:
+    """A problem for each value still written as a placeholder, `<what to put here>` (as the
+    starters of `paddlegen init` write them)."""
+    found = []
+    pending: list[tuple[Path, Any]] = [((), document.data)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, dict):
+            pending += [((*path, key), item) for key, item in value.items()]
+        elif isinstance(value, list):
+            pending += [((*path, index), item) for index, item in enumerate(value)]
+        elif isinstance(value, str) and (match := PLACEHOLDER.fullmatch(value.strip())):
+            found.append(Problem(document.position(path), dotted(path), "placeholder",
+                                 f"still a placeholder: put {match[1]} here"))
+    return found
+
+
+def checked(rule: Any, spec: SpecBase, complete: bool) -> list[tuple[Path, str]]:
+    """A rule's violations. On a spec with schema errors, its invalid fields are missing: a rule
+    that reads one cannot be evaluated, and says nothing."""
+    if complete:
+        return list(rule.check(spec))
+    try:
+        return list(rule.check(spec))
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+        return []
 
 
 def profile_problem(document: Document, profile: object) -> Problem:
@@ -82,13 +121,55 @@ def merge(base: Document, override: Document) -> Document:
                     {**base.keys, **override.keys}, {**base.texts, **override.texts})
 
 
-def validate(document: Document, model: type[SpecBase]) -> SpecBase:
+def validate(document: Document, model: type[SpecBase]) -> tuple[SpecBase, list[Problem]]:
+    """The spec, or, with a problem for each schema error, a spec of the fields that are valid
+    (the others missing), so that the rules that can still be evaluated are."""
     from pydantic import ValidationError
 
     try:
-        return model.model_validate(document.data)
+        return model.model_validate(document.data), []
     except ValidationError as error:
-        raise SpecError(pydantic_problem(document, model, e) for e in error.errors()) from None
+        problems = [pydantic_problem(document, model, e) for e in error.errors()]
+    partial = valid_part(model, document.data)
+    assert isinstance(partial, SpecBase)
+    return partial, problems
+
+
+def valid_part(model: type[BaseModel], data: Any) -> BaseModel:
+    """`model` built from the fields of `data` that are valid one by one, without validation
+    of the whole (so rules across fields see what they can)."""
+    from pydantic import ValidationError
+
+    fields: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if not isinstance(data, dict) or key not in data:
+            continue
+        submodel = next((arg for arg in _members(field.annotation)
+                         if isinstance(arg, type) and issubclass(arg, BaseModel)), None)
+        if submodel is not None:
+            if isinstance(data[key], dict):
+                fields[name] = valid_part(submodel, data[key])
+            continue
+        try:
+            fields[name] = field_adapter(model, name).validate_python(data[key])
+        except ValidationError:
+            continue
+    return model.model_construct(**fields)
+
+
+@cache
+def field_adapter(model: type[BaseModel], name: str) -> Any:
+    """A validator of one field alone, with its constraints and the model's strictness."""
+    from pydantic import ConfigDict, TypeAdapter
+
+    field = model.model_fields[name]
+    config = ConfigDict(strict=model.model_config.get("strict", False),
+                        regex_engine=model.model_config.get("regex_engine", "rust-regex"))
+    constrained: Any = field.annotation
+    if field.metadata:  # Annotated[annotation, *metadata], as Python 3.10 can write it
+        constrained = Annotated.__class_getitem__((constrained, *field.metadata))  # type: ignore[attr-defined]
+    return TypeAdapter(constrained, config=config)
 
 
 def pydantic_problem(document: Document, model: type[SpecBase], error: Any) -> Problem:
@@ -117,6 +198,8 @@ SCHEMA_RULES = {
     "bad-format": "A string that does not follow its field's grammar (names, regions, ARNs, "
                   "quantities, images, paths).",
     "bad-value": "A value that is not one of the allowed ones (apiVersion, kind, profile).",
+    "placeholder": "A value still written as a placeholder, `<what to put here>`, as the "
+                   "starters of `paddlegen init` write what only you know.",
 }
 PYDANTIC_RULES = {
     "wrong-type": {"string_type", "int_type", "bool_type", "model_type", "dict_type",

@@ -87,10 +87,10 @@ CLOUDFORMATION_ACTIONS = (
 
 
 class KubeAwsCluster(SpecModel):
-    """AWS settings of a kube-aws cluster (seeds 001 and 003)."""
+    """AWS settings of a kube-aws cluster."""
 
     kube_aws_version: KubeAwsVersion = Field(description=(
-        "The kube-aws release that builds the cluster: v0.9.1 (the seeds'; Kubernetes 1.4.6) "
+        "The kube-aws release that builds the cluster: v0.9.1 (the tutorials'; Kubernetes 1.4.6) "
         "or v0.9.9 (Kubernetes 1.8.4, with RBAC); each reads its own cluster.yaml."))
     name: Annotated[str, text(p.STACK_NAME, "Cluster name; kube-aws uses it as the stack name.")]
     region: Annotated[str, text(p.REGION, "AWS region, e.g. us-west-2.")]
@@ -156,7 +156,7 @@ class KubeAwsCluster(SpecModel):
 
 
 class KubeAwsSpec(SpecBase):
-    """Distributed training on a kube-aws cluster with EFS (seeds 001 and 003)."""
+    """Distributed training on a kube-aws cluster with EFS."""
 
     profile: Literal["kube-aws"] = Field(description="Which way to run.")
     cluster: KubeAwsCluster = Field(description="The kube-aws cluster.")
@@ -250,18 +250,18 @@ def record_set(spec: KubeAwsSpec) -> Iterable[Violation]:
             f"{'both are' if None not in zones else 'neither is'} set")
 
 
-# PaddlePaddle's data image, whose get_data.sh the data gate follows.
-SEED_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
+# PaddlePaddle's tutorial data image, whose get_data.sh the data gate follows.
+TUTORIAL_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
 
 
 @rule("split-count")
 def split_count(spec: KubeAwsSpec) -> Iterable[Violation]:
-    """With the seeds' data image, training.nodes is at least 2: its get_data.sh computes the
-    last part with `expr $SPLIT_COUNT - 1`, which exits 1 for 0, so under `set -e` a single part
-    fails the data Job although the data is complete."""
-    if spec.dataset.image == SEED_DATA_IMAGE and spec.training.nodes < 2:
+    """With PaddlePaddle's tutorial data image, training.nodes is at least 2: its get_data.sh
+    computes the last part with `expr $SPLIT_COUNT - 1`, which exits 1 for 0, so under `set -e`
+    a single part fails the data Job although the data is complete."""
+    if spec.dataset.image == TUTORIAL_DATA_IMAGE and spec.training.nodes < 2:
         yield ("training", "nodes"), (
-            f"{SEED_DATA_IMAGE} fails to split the data into 1 part (its get_data.sh exits 1 "
+            f"{TUTORIAL_DATA_IMAGE} fails to split the data into 1 part (its get_data.sh exits 1 "
             "on `expr 1 - 1`); use at least 2 nodes, or a data image of your own")
 
 

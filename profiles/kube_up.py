@@ -49,7 +49,7 @@ MANAGED_POLICIES = tuple(name for name in rb.SEED_MANAGED_POLICIES
 
 
 class KubeUpCluster(SpecModel):
-    """A cluster started by kubernetes' cluster/kube-up.sh on AWS (seeds 000 and 002)."""
+    """A cluster started by kubernetes' cluster/kube-up.sh on AWS."""
 
     name: Annotated[
         str, text(p.STACK_NAME, "Instance name prefix (KUBE_AWS_INSTANCE_PREFIX), e.g. k8s.")
@@ -82,7 +82,7 @@ class HostPathStorage(SpecModel):
 
 
 class KubeUpSpec(SpecBase):
-    """Distributed training on a kube-up.sh cluster with EFS mounted on every node (seed 000)."""
+    """Distributed training on a kube-up.sh cluster with EFS mounted on every node."""
 
     profile: Literal["kube-up"] = Field(description="Which way to run.")
     cluster: KubeUpCluster = Field(description="The kube-up.sh cluster.")

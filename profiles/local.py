@@ -32,7 +32,7 @@ class LocalStorage(SpecModel):
 
 
 class LocalTraining(SpecModel):
-    """`paddle train` on one machine (seed 004): the trainer flags, straight from the spec."""
+    """`paddle train` on one machine: the trainer flags, straight from the spec."""
 
     image: Annotated[str, text(p.IMAGE, "Image with Paddle, the demo and its data.")]
     work_dir: Annotated[
@@ -62,7 +62,7 @@ class LocalTraining(SpecModel):
 
 
 class LocalSpec(SpecBase):
-    """One trainer on one machine, no AWS (seed 004)."""
+    """One trainer on one machine, no AWS."""
 
     profile: Literal["local"] = Field(description="Which way to run.")
     storage: LocalStorage = Field(description="Where the output lands.")

@@ -163,14 +163,21 @@ def test_only_specs_skips_other_yaml(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("profile", ["kube-aws", "kube-up", "local"])
-def test_init_prints_a_valid_starter_with_a_schema_modeline(profile: str, tmp_path: Path) -> None:
+def test_init_prints_a_starter_whose_only_problems_are_its_placeholders(
+        profile: str, tmp_path: Path) -> None:
     result = run_cli("init", "--profile", profile)
     assert result.returncode == 0
     assert result.stdout.startswith("# yaml-language-server: $schema=paddlegen.schema.json\n")
     spec = tmp_path / "spec.yaml"
     spec.write_text(result.stdout)
     checked = run_cli("validate", "--strict", spec)
-    assert checked.returncode == 0, checked.stderr
+    placeholders = result.stdout.count(": <") + result.stdout.count(': "<')
+    lines = checked.stderr.splitlines()
+    if placeholders:
+        assert checked.returncode == 2
+        assert len(lines) == placeholders and all("[placeholder]" in line for line in lines)
+        return
+    assert checked.returncode == 0, checked.stderr  # nothing only the user knows
     assert run_cli("build", spec, "-o", tmp_path / "out").returncode == 0
 
 

@@ -15,6 +15,7 @@ from paddlegen.compiler.build import build
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.conformance
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
 
 
