@@ -120,3 +120,23 @@ def test_explain_keeps_a_space_between_each_label_and_its_value() -> None:
     rows = [line for line in text.splitlines() if line.startswith("  ") and "  " in line[2:]]
     assert "  trainers wait for   /home/jobpath/" in text
     assert all(re.match(r"  \S.{0,18}?\s{2,}\S", row) for row in rows[:10])
+
+
+def test_the_bundled_example_command_runs(tmp_path: Path) -> None:
+    example = next(block for block in blocks() if "paddlegen build" in block).strip()
+    command = shlex.split(example.split(" && ")[-1])
+    assert command[:2] == [".venv/bin/paddlegen", "build"] and command[-2:] == ["-o", "out/"]
+    result = run_cli(*command[1:-1], tmp_path / "out", cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "aws" / "cluster.yaml").is_file()
+
+
+def test_readmes_example_problems_come_in_one_report(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text((GOLDEN / "kube-aws" / "spec.yaml").read_text()
+                    .replace("port: 7164", "port: 65534").replace("portsNum: 2", "portsNumm: 2"))
+    result = run_cli("validate", spec)
+    assert result.returncode == 2
+    shown = re.findall(r"^spec\.yaml:\d+:\d+: .+$", README, re.M)[:2]
+    assert [line.replace(f"{spec}:", "spec.yaml:", 1) for line in result.stderr.splitlines()] \
+        == shown
