@@ -186,3 +186,31 @@ def job(meta: Meta, name: str, component: str, pod: Object, *, parallelism: int 
     spec["template"] = {"metadata": template_meta, "spec": {**pod, "restartPolicy": "Never"}}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": metadata(meta, name, component=component), "spec": spec}
+
+
+def namespace(meta: Meta) -> list[Object]:
+    """The job's namespace, first in apply order, unless it is one every cluster has."""
+    if meta.namespace == "default":
+        return []
+    return [{"apiVersion": "v1", "kind": "Namespace",
+             "metadata": metadata(meta, meta.namespace, namespaced=False)}]
+
+
+MODELS_MOUNT = "/shared"
+HELPER_IMAGE = "busybox:1.36"
+
+
+def models_pod(meta: Meta, training: PserverTraining) -> Object:
+    """A pod that mounts the trainers' volume read-only, for the runbook to copy the models off
+    it (`kubectl exec ... tar`), whatever the volume is (a claim, a host directory)."""
+    volume = shared_volume(training, meta.target.kube)
+    if "persistentVolumeClaim" in volume:
+        volume["persistentVolumeClaim"]["readOnly"] = True
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": metadata(meta, f"{training.name}-models", component="models"),
+            "spec": {"containers": [{"name": "models", "image": HELPER_IMAGE,
+                                     "command": ["sleep", "3600"],
+                                     "volumeMounts": [{"name": VOLUME_NAME,
+                                                       "mountPath": MODELS_MOUNT,
+                                                       "readOnly": True}]}],
+                     "volumes": [volume], "restartPolicy": "Never"}}

@@ -17,11 +17,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from paddlegen.compiler import efs
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.explain import pserver_explanation
 from paddlegen.compiler.kube_objects import (
     Object,
     data_job,
+    models_pod,
+    namespace,
     persistent_volume,
     persistent_volume_claim,
     pod_reader,
@@ -290,28 +293,31 @@ def iam_role_name(spec: KubeAwsSpec) -> Iterable[Violation]:
 class AwsNames:
     """The names the runbook gives what it creates, derived from the spec."""
 
-    inline_policy: str
-    efs: str  # the file system's creation token and its security group's name
+    iam_group: str  # also its inline policy's name
+    efs_stack: str
+    kms_alias: str
     key_file: str  # the key pair's private key, in $ASSETS
 
 
 def aws_names(c: KubeAwsCluster) -> AwsNames:
-    return AwsNames(f"{c.name}-kube-aws", f"{c.name}-efs", f"{c.key_name}.pem")
+    return AwsNames(f"{c.name}-kube-aws", f"{c.name}-efs", f"alias/{c.name}-kube-aws",
+                    f"{c.key_name}.pem")
 
 
 # AWS's limits on those names (and the file system's on a file name).
 NAME_LIMITS = (
-    ("inline_policy", "the IAM inline policy name", 128, ("cluster", "name")),
-    ("efs", "the EFS creation token", 64, ("cluster", "name")),
+    ("iam_group", "the IAM group and policy name", 128, ("cluster", "name")),
+    ("efs_stack", "the EFS stack name", 128, ("cluster", "name")),
+    ("kms_alias", "the KMS alias", 256, ("cluster", "name")),
     ("key_file", "the private key's file name", 255, ("cluster", "keyName")),
 )
 
 
 @rule("aws-names")
 def aws_name_limits(spec: KubeAwsSpec) -> Iterable[Violation]:
-    """The names the runbook derives stay within AWS's limits (an IAM policy name 128
-    characters, an EFS creation token 64, a security group name 255), and the key pair's file
-    <keyName>.pem is a file name of at most 255 bytes inside $ASSETS (no '/')."""
+    """The names the runbook derives stay within AWS's limits (an IAM group or policy name 128
+    characters, a stack name 128, a KMS alias 256), and the key pair's file <keyName>.pem is a
+    file name of at most 255 bytes inside $ASSETS (no '/')."""
     names = aws_names(spec.cluster)
     for field, what, limit, path in NAME_LIMITS:
         name = getattr(names, field)
@@ -325,13 +331,17 @@ def aws_name_limits(spec: KubeAwsSpec) -> Iterable[Violation]:
             "$ASSETS/<keyName>.pem, which must stay in $ASSETS")
 
 
+EFS_TEMPLATE = "aws/efs.cfn.yaml"
+
+
 @dataclass(frozen=True)
 class KubeAwsPlan:
     meta: Meta
     cluster: KubeAwsCluster  # the spec's settings, with worker_count resolved
     names: AwsNames
+    efs_stack: efs.EfsStack
     s3_bucket: str
-    efs: EfsVolume
+    volume: EfsVolume  # the PersistentVolume of the file system
     data: DataJob
     training: PserverTraining
 
@@ -361,22 +371,25 @@ def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
     cluster = spec.cluster.model_copy(
         update={"worker_count": spec.cluster.worker_count or t.nodes})
     storage = spec.storage
-    efs = EfsVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
-                    storage.efs.dns_name, storage.capacity, storage.request)
+    volume = EfsVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
+                       storage.efs.dns_name, storage.capacity, storage.request)
     data = DataJob(spec.dataset.job_name, spec.dataset.image, f"{DATA_MOUNT}/{name}", t.nodes,
                    spec.dataset.active_deadline_seconds)
     training = pserver_training(name, t, ClaimVolume(storage.claim_name),
                                 data_ready(f"{t.job_path}/{name}", t.nodes), tgt.kube)
-    return KubeAwsPlan(Meta(name, namespace, tgt), cluster, aws_names(cluster),
-                       bucket_of(cluster.s3_uri), efs, data, training)
+    names = aws_names(cluster)
+    # one availability zone, one worker subnet (kube-aws's default network)
+    stack = efs.EfsStack(names.efs_stack, names.efs_stack, cluster.name, worker_subnets=1)
+    return KubeAwsPlan(Meta(name, namespace, tgt), cluster, names, stack,
+                       bucket_of(cluster.s3_uri), volume, data, training)
 
 
 def objects(plan: KubeAwsPlan) -> list[Object]:
     meta, training = plan.meta, plan.training
     reader = pod_reader(meta, training.pod_reader) if training.pod_reader else []
-    return [persistent_volume(meta, plan.efs), persistent_volume_claim(meta, plan.efs),
-            *reader, data_job(meta, plan.data, plan.efs.claim_name),
-            training_job(meta, training)]
+    return [*namespace(meta), persistent_volume(meta, plan.volume),
+            persistent_volume_claim(meta, plan.volume), *reader,
+            data_job(meta, plan.data, plan.volume.claim_name), training_job(meta, training)]
 
 
 def present(pairs: dict[str, Any]) -> dict[str, Any]:
@@ -463,7 +476,7 @@ def iam_policy(plan: KubeAwsPlan) -> dict[str, Any]:
                 "Sid": "KubeAwsKmsAssets",
                 "Effect": "Allow",
                 "Action": ["kms:Decrypt", "kms:Encrypt"],
-                "Resource": [f"arn:aws:kms:*:{c.account_id}:key/*"],
+                "Resource": [c.kms_key_arn],  # the cluster's key, not every key of the account
             },
             {
                 "Sid": "KubeAwsClusterStack",
@@ -479,161 +492,196 @@ def iam_policy(plan: KubeAwsPlan) -> dict[str, Any]:
 def files(plan: KubeAwsPlan) -> dict[str, str]:
     cluster = CLUSTER_YAML[plan.cluster.kube_aws_version](plan.cluster)
     return {"aws/cluster.yaml": to_yaml(cluster),
-            "aws/iam-policy.json": to_json(iam_policy(plan))}
+            "aws/iam-policy.json": to_json(iam_policy(plan)),
+            EFS_TEMPLATE: to_yaml(efs.template(plan.efs_stack))}
 
 
 def runbook(plan: KubeAwsPlan, manifest_paths: list[str]) -> str:
-    meta, c, training, data = plan.meta, plan.cluster, plan.training, plan.data
+    meta, c, names, training, data = plan.meta, plan.cluster, plan.names, plan.training, plan.data
     *first, training_manifest = manifest_paths
-    region, name, key = q(c.region), q(c.name), q(c.key_name)
-    names, key_file = plan.names, q(plan.names.key_file)
-    aws_ec2 = f"aws ec2 --region {region}"
-    version = c.kube_aws_version
-    kube = meta.target.kube
+    name, key, group, stack = q(c.name), q(c.key_name), q(names.iam_group), q(names.efs_stack)
+    version, kube = c.kube_aws_version, meta.target.kube
+    p = rb.preamble(c.name, {"KUBECONFIG": '"$ASSETS/kubeconfig"',
+                             "AWS_DEFAULT_REGION": q(c.region)})
+    outputs = f"aws cloudformation describe-stacks --stack-name {stack} --query"
+    output = "\"Stacks[0].Outputs[?OutputKey=='{}'].OutputValue\" --output text"
+    vpc = (f"aws ec2 describe-vpcs --filters Name=tag:Name,Values={q(c.name + '-vpc')} "
+           "--query 'Vpcs[0].VpcId' --output text")
     init_dns = ""
     if version == "v0.9.9":  # its init writes the API endpoint and wants the DNS choice made
-        init_dns = (f" \\\n  --hosted-zone-id={q(c.hosted_zone_id)}"
-                    if c.create_record_set and c.hosted_zone_id else " \\\n  --no-record-set")
+        init_dns = (f" \\\n    --hosted-zone-id={q(c.hosted_zone_id)}"
+                    if c.create_record_set and c.hosted_zone_id else " \\\n    --no-record-set")
     if c.create_record_set:
         dns = (f"kube-aws creates the record of `{c.external_dns_name}` in the hosted zone; "
                f"check that `kubectl get nodes` lists {c.worker_count} Ready workers.")
     else:
         dns = f"""```sh
-CONTROLLER_DNS=$(kube-aws status | sed -n 's/^Controller DNS Names*:[[:space:]]*//p' | cut -d, -f1)
+{p}CONTROLLER_DNS=$(cd "$ASSETS" && kube-aws status |
+  sed -n 's/^Controller DNS Names*:[[:space:]]*//p' | cut -d, -f1)
 dig +short "$CONTROLLER_DNS"
 ```
 
 Point `{c.external_dns_name}` at one of those addresses (an A record, or a line in `/etc/hosts`),
 then check that `kubectl get nodes` lists {c.worker_count} Ready workers."""
+    group_name, policies = names.iam_group, rb.SEED_MANAGED_POLICIES
     return rb.header(meta, "kube-aws") + f"""
-You need the AWS CLI, kube-aws {version} and the kubectl of Kubernetes {kube.version}:
+## 0. Tools: the AWS CLI, kube-aws {version}, kubectl {kube.version}, paddlegen
+
+The cluster's assets (TLS keys, kubeconfig, the SSH key, the models at the end) are secrets:
+they go to `$ASSETS`, out of this directory, which you commit.
 
 ```sh
-curl -fL {KUBE_AWS_RELEASES}/{version}/kube-aws-linux-amd64.tar.gz | tar xz
-{rb.kubectl_install(kube)}
-export PATH="$PWD/linux-amd64:$PWD:$PATH"
+{p}curl -fL {KUBE_AWS_RELEASES}/{version}/kube-aws-linux-amd64.tar.gz |
+  tar xz -C "$ASSETS/bin" --strip-components=1 linux-amd64/kube-aws
+curl -fLo "$ASSETS/bin/kubectl" https://dl.k8s.io/release/v{kube.version}/bin/linux/amd64/kubectl
+chmod +x "$ASSETS/bin/kubectl"
 ```
 
-## 0. Where things go
+## 1. IAM, as an administrator of the account: a group for the user that runs kube-aws
 
-The cluster's assets (TLS keys, kubeconfig, the SSH key) are secrets: they go to `$ASSETS`, out
-of this directory, which you commit.
+A group of its own holds the ten managed policies, so they do not count against the user's own
+quota of ten.
 
 ```sh
-OUT="$PWD"
-ASSETS="${{ASSETS:-$HOME/.kube-aws/{c.name}}}"
-mkdir -p "$ASSETS"
-export KUBECONFIG="$ASSETS/kubeconfig"
+{p}IAM_USER="${{IAM_USER:?set IAM_USER to the IAM user that will run kube-aws}}"
+echo "$IAM_USER" > "$ASSETS/iam-user"
+aws iam get-group --group-name {group} >/dev/null 2>&1 ||
+  aws iam create-group --group-name {group}
+{rb.group_policies("attach", group_name, policies)}\
+aws iam add-user-to-group --group-name {group} --user-name "$IAM_USER"
 ```
 
-## 1. IAM: permissions for the user that runs kube-aws
+From here on, work as that user: create an access key for it
+(`aws iam create-access-key --user-name "$IAM_USER"`), `aws configure --profile` it, and
+`export AWS_PROFILE=` that profile in your shell.
+
+## 2. The key pair, the KMS key, the S3 bucket and the EFS file system ({c.region})
 
 ```sh
-{rb.attach_policies(rb.SEED_MANAGED_POLICIES)}aws iam put-user-policy --user-name "$IAM_USER" \\
-  --policy-name {q(names.inline_policy)} --policy-document "file://$OUT/aws/iam-policy.json"
+{p}aws ec2 describe-key-pairs --key-names {key} >/dev/null 2>&1 ||
+  aws ec2 create-key-pair --key-name {key} --query KeyMaterial --output text \\
+    > "$ASSETS/"{q(names.key_file)}
+chmod 400 "$ASSETS/"{q(names.key_file)}
+aws kms describe-key --key-id {q(names.kms_alias)} >/dev/null 2>&1 ||
+  aws kms create-alias --alias-name {q(names.kms_alias)} --target-key-id "$(aws kms create-key \\
+    --description {q('kube-aws assets of ' + c.name)} --query KeyMetadata.KeyId --output text)"
+aws s3api head-bucket --bucket {q(plan.s3_bucket)} 2>/dev/null ||
+  {{ aws s3 mb s3://{q(plan.s3_bucket)} && touch "$ASSETS/bucket-created"; }}
+aws cloudformation deploy --stack-name {stack} --template-file "$OUT/aws/efs.cfn.yaml" \\
+  --parameter-overrides {" ".join(f"{name}=" for name in efs.network_parameters(plan.efs_stack))}
 ```
 
-## 2. Key pair, KMS key and S3 bucket (region {c.region})
+The first deploy of `aws/efs.cfn.yaml` makes the encrypted file system alone; step 6 gives it
+the cluster's network.
+
+## 3. The two values only AWS knows, into the spec
 
 ```sh
-{aws_ec2} create-key-pair --key-name {key} \\
-  --query KeyMaterial --output text > "$ASSETS/"{key_file}
-chmod 400 "$ASSETS/"{key_file}
-aws kms --region={region} create-key --description="kube-aws assets" \\
-  --query KeyMetadata.Arn --output text
-aws s3 mb s3://{q(plan.s3_bucket)} --region {region}
+{p}KMS_KEY_ARN=$(aws kms describe-key --key-id {q(names.kms_alias)} --query KeyMetadata.Arn \\
+  --output text)
+EFS_DNS_NAME=$({outputs} {output.format("DnsName")})
+[ "$KMS_KEY_ARN" = {q(c.kms_key_arn)} ] || echo "cluster.kmsKeyArn: $KMS_KEY_ARN"
+[ "$EFS_DNS_NAME" = {q(plan.volume.server)} ] || echo "storage.efs.dnsName: $EFS_DNS_NAME"
 ```
 
-The ARN printed must be the spec's `cluster.kmsKeyArn` ({c.kms_key_arn}); if it is
-another, put it in the spec, rebuild, and go on.
-
-## 3. Cluster assets and start-up
+If that printed a line, put that value in the spec, rebuild this tree, check it, and go on with
+the rebuilt RUNBOOK.md:
 
 ```sh
-cd "$ASSETS"
-kube-aws init \\
-  --cluster-name={name} \\
-  --external-dns-name={q(c.external_dns_name)} \\
-  --region={region} \\
-  --availability-zone={q(c.availability_zone)} \\
-  --key-name={key} \\
-  --kms-key-arn={q(c.kms_key_arn)}{init_dns}
-cp "$OUT/aws/cluster.yaml" cluster.yaml   # the same values, with {c.worker_count} workers
-kube-aws render credentials --generate-ca
-kube-aws render stack
-kube-aws up --s3-uri {q(c.s3_uri)}
+{p}SPEC="${{SPEC:?set SPEC to the spec of this tree}}"
+paddlegen build "$SPEC" -o "$OUT" && paddlegen build --check "$SPEC" -o "$OUT"
 ```
 
-## 4. DNS
+## 4. The inline policy: the cluster's stacks and this KMS key only
+
+```sh
+{p}aws iam put-group-policy --group-name {group} --policy-name {group} \\
+  --policy-document "file://$OUT/aws/iam-policy.json"
+```
+
+## 5. The cluster ({c.worker_count} workers)
+
+```sh
+{p}(
+  cd "$ASSETS"
+  [ -f cluster.yaml ] || kube-aws init \\
+    --cluster-name={name} \\
+    --external-dns-name={q(c.external_dns_name)} \\
+    --region={q(c.region)} \\
+    --availability-zone={q(c.availability_zone)} \\
+    --key-name={key} \\
+    --kms-key-arn={q(c.kms_key_arn)}{init_dns}
+  cp "$OUT/aws/cluster.yaml" cluster.yaml
+  [ -d credentials ] || kube-aws render credentials --generate-ca
+  kube-aws render stack
+  kube-aws up --s3-uri {q(c.s3_uri)}
+)
+```
+
+## 6. DNS, and the file system in the cluster's network
 
 {dns}
 
-## 5. EFS: a file system that admits NFS (TCP 2049) only from the workers
-
 ```sh
-VPC_ID=$({aws_ec2} describe-vpcs --filters Name=tag:KubernetesCluster,Values={name} \\
-  --query 'Vpcs[0].VpcId' --output text)
-SUBNET_ID=$({aws_ec2} describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
-  Name=availability-zone,Values={q(c.availability_zone)} \\
-  --query 'Subnets[0].SubnetId' --output text)
-WORKER_SG=$({aws_ec2} describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
-  Name=tag:Name,Values={q(c.name + "-sg-worker")} \\
-  --query 'SecurityGroups[0].GroupId' --output text)
-EFS_SG=$({aws_ec2} create-security-group --vpc-id "$VPC_ID" --group-name {q(names.efs)} \\
-  --description "NFS from the workers" --query GroupId --output text)
-{aws_ec2} authorize-security-group-ingress --group-id "$EFS_SG" --protocol tcp --port 2049 \\
-  --source-group "$WORKER_SG"
-FS_ID=$(aws efs create-file-system --region {region} --creation-token {q(names.efs)} \\
-  --query FileSystemId --output text)
-until [ "$(aws efs describe-file-systems --region {region} --file-system-id "$FS_ID" \\
-  --query 'FileSystems[0].LifeCycleState' --output text)" = available ]; do sleep 5; done
-aws efs create-mount-target --region {region} --file-system-id "$FS_ID" \\
-  --subnet-id "$SUBNET_ID" --security-groups "$EFS_SG"
-echo "$FS_ID.efs.{c.region}.amazonaws.com"
+{p}VPC_ID=$({vpc})
+SUBNET_ID=$(aws ec2 describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
+  Name=availability-zone,Values={q(c.availability_zone)} --query 'Subnets[0].SubnetId' \\
+  --output text)
+WORKER_SG=$(aws ec2 describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
+  Name=tag:Name,Values={q(c.name + "-sg-worker")} --query 'SecurityGroups[0].GroupId' \\
+  --output text)
+aws cloudformation deploy --stack-name {stack} --template-file "$OUT/aws/efs.cfn.yaml" \\
+  --parameter-overrides VpcId="$VPC_ID" WorkerSecurityGroupId="$WORKER_SG" \\
+  {efs.subnet_parameter(1)}="$SUBNET_ID"
 ```
 
-The name printed must be the spec's `storage.efs.dnsName` ({plan.efs.server}); if it is another,
-put it in the spec, rebuild, and go on.
+Its security group admits NFS (TCP 2049) from the workers' security group and nothing else.
 
-## 6. Data and training
+## 7. Data and training
 
 ```sh
-{rb.creates(first)}{rb.wait_for_job(meta, data.name)}{rb.creates([training_manifest])}\
+{p}{rb.creates(first)}{rb.wait_for_job(meta, data.name)}{rb.creates([training_manifest])}\
 {rb.follow_trainers(meta, training)}```
 
 The data Job splits the data into {data.split_count} parts, `{training.name}/0/data` to
 `{training.name}/{data.split_count - 1}/data` on EFS (it mounts EFS at `{DATA_MOUNT}`, the
 trainers at `{training.job_path}`); the trainers wait for {training.data_ready_meaning}.
 {rb.outputs(training, f"on EFS: `{training.name}/output/`")} {rb.failures(meta, training)}
-To look at the output from a worker:
+
+## 8. The models, off EFS before anything is deleted
 
 ```sh
-WORKER_IP="${{WORKER_IP:?set WORKER_IP to the public IP of a worker (EC2 console)}}"
-ssh -i "$ASSETS/"{key_file} "core@$WORKER_IP" \\
-  {q(rb.mount_command(plan.efs.server, "/mnt/efs") + f" && ls /mnt/efs/{training.name}/output")}
-```
+{p}{rb.copy_models(meta, training, models_pod(meta, training))}```
 
-## 7. Teardown, in this order
+Go on only if it said the models are safe.
+
+## 9. Teardown, in this order
 
 ```sh
-kubectl delete -f "$OUT/k8s/"
-for mt in $(aws efs describe-mount-targets --region {region} --file-system-id "$FS_ID" \\
-    --query 'MountTargets[].MountTargetId' --output text); do
-  aws efs delete-mount-target --region {region} --mount-target-id "$mt"
-done
-until [ "$(aws efs describe-mount-targets --region {region} --file-system-id "$FS_ID" \\
-  --query 'length(MountTargets)' --output text)" = 0 ]; do sleep 5; done
-aws efs delete-file-system --region {region} --file-system-id "$FS_ID"
-{aws_ec2} delete-security-group --group-id "$EFS_SG"
-{rb.LOAD_BALANCERS}
-kubectl get svc --all-namespaces -o jsonpath="$LOAD_BALANCERS" |
-  while read -r namespace service; do kubectl --namespace="$namespace" delete svc "$service"; done
-cd "$ASSETS" && kube-aws destroy   # returns at once; the stack takes about 5 minutes to go
-aws s3 rb s3://{q(plan.s3_bucket)} --force
+{p}{rb.delete_objects(meta)}{rb.delete_load_balancers(vpc)}\
+aws cloudformation delete-stack --stack-name {stack}
+aws cloudformation wait stack-delete-complete --stack-name {stack}
+(cd "$ASSETS" && kube-aws destroy)
+aws cloudformation wait stack-delete-complete --stack-name {name}
+aws s3 rm {q(c.s3_uri)} --recursive
+if [ -f "$ASSETS/bucket-created" ] && [ -z "$(aws s3 ls s3://{q(plan.s3_bucket)})" ]; then
+  aws s3 rb s3://{q(plan.s3_bucket)} && rm "$ASSETS/bucket-created"
+fi
+aws kms schedule-key-deletion --key-id "$(aws kms describe-key --key-id {q(names.kms_alias)} \\
+  --query KeyMetadata.KeyId --output text)" --pending-window-in-days 7
+aws kms delete-alias --alias-name {q(names.kms_alias)}
+aws ec2 delete-key-pair --key-name {key} && rm -f "$ASSETS/"{q(names.key_file)}
+aws iam delete-group-policy --group-name {group} --policy-name {group}
 ```
 
-EFS goes first and LoadBalancer Services before the stack: CloudFormation cannot delete the VPC
-while they use it.
+The Services' load balancers and the EFS stack go before the cluster's stack, which cannot delete
+its VPC while they use it; the bucket goes only if this runbook made it and it is empty. Last, as
+the administrator:
+
+```sh
+{p}aws iam remove-user-from-group --group-name {group} --user-name "$(cat "$ASSETS/iam-user")"
+{rb.group_policies("detach", group_name, policies)}aws iam delete-group --group-name {group}
+```
 """
 
 

@@ -15,9 +15,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from paddlegen.compiler import efs
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.explain import pserver_explanation
-from paddlegen.compiler.kube_objects import Object, pod_reader, training_job
+from paddlegen.compiler.kube_objects import (
+    Object,
+    models_pod,
+    namespace,
+    pod_reader,
+    training_job,
+)
 from paddlegen.compiler.plan import (
     HostVolume,
     Meta,
@@ -27,6 +34,7 @@ from paddlegen.compiler.plan import (
     region_of,
 )
 from paddlegen.compiler.profile import Explanation, Profile
+from paddlegen.compiler.render import to_yaml
 from paddlegen.compiler.rules import (
     gradient_servers,
     kube_version,
@@ -99,6 +107,7 @@ class KubeUpPlan:
     meta: Meta
     cluster: KubeUpCluster  # the spec's settings, with worker_count and region resolved
     host_path: str  # EFS on every node
+    efs_stack: efs.EfsStack
     training: PserverTraining
 
 
@@ -113,13 +122,15 @@ def derive(spec: KubeUpSpec) -> KubeUpPlan:
     data_ready = (f"[ -d {shlex.quote(last_part)} ]", f"the directory {last_part}")
     training = pserver_training(name, spec.training, HostVolume(spec.storage.host_path),
                                 data_ready, TARGET.kube)
+    # kube-up.sh makes one subnet, in its zone
+    stack = efs.EfsStack(f"{c.name}-efs", f"{c.name}-efs", c.name, worker_subnets=1)
     return KubeUpPlan(Meta(name, spec.metadata.namespace, TARGET), cluster,
-                      spec.storage.host_path, training)
+                      spec.storage.host_path, stack, training)
 
 
 def objects(plan: KubeUpPlan) -> list[Object]:
     reader = pod_reader(plan.meta, plan.training.pod_reader) if plan.training.pod_reader else []
-    return [*reader, training_job(plan.meta, plan.training)]
+    return [*namespace(plan.meta), *reader, training_job(plan.meta, plan.training)]
 
 
 def kube_up_env(plan: KubeUpPlan) -> str:
@@ -147,67 +158,133 @@ def kube_up_env(plan: KubeUpPlan) -> str:
 
 
 def files(plan: KubeUpPlan) -> dict[str, str]:
-    return {"aws/kube-up.env": kube_up_env(plan)}
+    return {"aws/kube-up.env": kube_up_env(plan),
+            "aws/efs.cfn.yaml": to_yaml(efs.template(plan.efs_stack))}
+
+
+# kube-up.sh's names (cluster/aws/util.sh, config-default.sh of v1.5): the key it makes the key
+# pair of, the user of its Debian images, its nodes' security group and Name tag.
+SSH_KEY = "$HOME/.ssh/kube_aws_rsa"
+SSH_USER = "admin"
 
 
 def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
     meta, c, training = plan.meta, plan.cluster, plan.training
     host_job_dir = f"{plan.host_path}/{training.name}"
+    stack = q(plan.efs_stack.stack_name)
+    p = rb.preamble(c.name, {"AWS_DEFAULT_REGION": q(str(c.region))})
+    vpc = (f"aws ec2 describe-vpcs --filters Name=tag:KubernetesCluster,Values={q(c.name)} "
+           "--query 'Vpcs[0].VpcId' --output text")
+    nodes = (f"aws ec2 describe-instances --filters Name=tag:Name,Values={q(c.name + '-minion')} "
+             "Name=instance-state-name,Values=running "
+             "--query 'Reservations[].Instances[].PublicIpAddress' --output text")
+    ssh = f'ssh -i "{SSH_KEY}" -o StrictHostKeyChecking=accept-new {SSH_USER}@"$ip"'
+    efs_dns = (f"aws cloudformation describe-stacks --stack-name {stack} --query "
+               "\"Stacks[0].Outputs[?OutputKey=='DnsName'].OutputValue\" --output text")
+    mount = rb.mount_command('"$EFS_DNS_NAME"', q(plan.host_path))
+    group_name, policies = f"{c.name}-kube-up", MANAGED_POLICIES
+    group = q(group_name)
+    bucket = (f"aws s3 rm s3://{q(bucket_of(c.s3_uri))}/devel --recursive\n" if c.s3_uri else "")
+    unpack = f"sudo mkdir -p {host_job_dir} && sudo tar -C {host_job_dir} -xzf -"
     return rb.header(meta, "kube-up") + f"""
-You need the AWS CLI, and the Kubernetes v{RELEASE} release: its `cluster/kube-up.sh` is one of
-the last with the AWS provider, and its kubectl matches the cluster.
+## 0. Tools: the AWS CLI, and Kubernetes v{RELEASE}
 
-## 1. IAM: permissions for the user that runs kube-up.sh
-
-```sh
-OUT="$PWD"
-{rb.attach_policies(MANAGED_POLICIES)}```
-
-## 2. Start the cluster ({c.worker_count} nodes in {c.availability_zone})
+Its `cluster/kube-up.sh` is one of the last with the AWS provider, and its kubectl matches the
+cluster. `$ASSETS` keeps the release and what only this runbook knows, out of this directory.
 
 ```sh
-curl -fLO https://dl.k8s.io/v{RELEASE}/kubernetes.tar.gz
-tar xzf kubernetes.tar.gz
-KUBERNETES_DIR="$PWD/kubernetes"
-export PATH="$KUBERNETES_DIR/platforms/linux/amd64:$PATH"   # its kubectl
-. "$OUT/aws/kube-up.env"
-"$KUBERNETES_DIR/cluster/kube-up.sh"
+{p}curl -fL https://dl.k8s.io/v{RELEASE}/kubernetes.tar.gz | tar xz -C "$ASSETS"
+ln -sf "$ASSETS/kubernetes/platforms/linux/amd64/kubectl" "$ASSETS/bin/kubectl"
+```
+
+## 1. IAM, as an administrator of the account: a group for the user that runs kube-up.sh
+
+```sh
+{p}IAM_USER="${{IAM_USER:?set IAM_USER to the IAM user that will run kube-up.sh}}"
+echo "$IAM_USER" > "$ASSETS/iam-user"
+aws iam get-group --group-name {group} >/dev/null 2>&1 ||
+  aws iam create-group --group-name {group}
+{rb.group_policies("attach", group_name, policies)}\
+aws iam add-user-to-group --group-name {group} --user-name "$IAM_USER"
+```
+
+From here on, work as that user (`aws configure --profile` it with an access key of its own, and
+`export AWS_PROFILE=` that profile).
+
+## 2. The cluster ({c.worker_count} nodes in {c.availability_zone})
+
+```sh
+{p}. "$OUT/aws/kube-up.env"
+"$ASSETS/kubernetes/cluster/kube-up.sh"
 kubectl get nodes
 ```
 
-## 3. EFS on every node
-
-Create an EFS file system in {c.region} in the cluster's VPC, with a mount target in
-{c.availability_zone} whose security group admits NFS (TCP 2049) only from the nodes' security
-group. Then mount it on every node at `{plan.host_path}` (the pods' hostPath):
+## 3. EFS in the cluster's network, mounted on every node at `{plan.host_path}`
 
 ```sh
-EFS_DNS="${{EFS_DNS:?set EFS_DNS to the DNS name of the file system}}"
-{rb.mount_command('"$EFS_DNS"', q(plan.host_path))}
+{p}VPC_ID=$({vpc})
+SUBNET_ID=$(aws ec2 describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
+  --query 'Subnets[0].SubnetId' --output text)
+NODE_SG=$(aws ec2 describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
+  Name=group-name,Values={q("kubernetes-minion-" + c.name)} --query 'SecurityGroups[0].GroupId' \\
+  --output text)
+aws cloudformation deploy --stack-name {stack} --template-file "$OUT/aws/efs.cfn.yaml" \\
+  --parameter-overrides VpcId="$VPC_ID" WorkerSecurityGroupId="$NODE_SG" \\
+  {efs.subnet_parameter(1)}="$SUBNET_ID"
+EFS_DNS_NAME=$({efs_dns})
+for ip in $({nodes}); do
+  {ssh} \\
+    {q("sudo apt-get install -y nfs-common && ")}"{mount}"
+done
 ```
 
-Put the trainer config in `{host_job_dir}/{training.config_dir}/` and data part N in
-`{host_job_dir}/N/data/`, for N from 0 to {training.trainers - 1}; the trainers wait for the last
-part.
+The file system's security group admits NFS (TCP 2049) from the nodes' security group and
+nothing else. A node that the auto-scaling group replaces comes up without the mount: run this
+block again.
 
-## 4. Training
+## 4. The trainer config and the data
+
+Put the trainer config in `{host_job_dir}/{training.config_dir}/` and data part N in
+`{host_job_dir}/N/data/`, for N from 0 to {training.trainers - 1}; the trainers wait for the
+last part. From a local directory laid out that way, through one node:
 
 ```sh
-{rb.creates(manifest_paths)}{rb.follow_trainers(meta, training)}```
+{p}DATA_DIR="${{DATA_DIR:?set DATA_DIR to a directory holding {training.config_dir}/ and N/data/}}"
+ip=$({nodes} | cut -f1)
+tar -C "$DATA_DIR" -czf - . | {ssh} {q(unpack)}
+```
+
+## 5. Training
+
+```sh
+{p}{rb.creates(manifest_paths)}{rb.follow_trainers(meta, training)}```
 
 {rb.outputs(training, f"on the nodes: `{host_job_dir}/output/`")} {rb.failures(meta, training)}
 
-## 5. Teardown, in this order
+## 6. The models, off EFS before anything is deleted
 
 ```sh
-kubectl delete -f "$OUT/k8s/"
-```
+{p}{rb.copy_models(meta, training, models_pod(meta, training))}```
 
-Unmount and delete the EFS file system, its mount targets and its security group; delete every
-Service of type LoadBalancer (`kubectl get svc --all-namespaces`); then:
+Go on only if it said the models are safe.
+
+## 7. Teardown, in this order
 
 ```sh
-. "$OUT/aws/kube-up.env" && "$KUBERNETES_DIR/cluster/kube-down.sh"
+{p}{rb.delete_objects(meta)}{rb.delete_load_balancers(vpc)}\
+for ip in $({nodes}); do
+  {ssh} {q(f"sudo umount -l {plan.host_path}")}
+done
+aws cloudformation delete-stack --stack-name {stack}
+aws cloudformation wait stack-delete-complete --stack-name {stack}
+. "$OUT/aws/kube-up.env" && "$ASSETS/kubernetes/cluster/kube-down.sh"
+{bucket}```
+
+Last, as the administrator:
+
+```sh
+{p}aws iam remove-user-from-group --group-name {group} --user-name "$(cat "$ASSETS/iam-user")"
+{rb.group_policies("detach", group_name, policies)}aws iam delete-group --group-name {group}
 ```
 """
 

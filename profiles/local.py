@@ -128,6 +128,7 @@ def files(plan: LocalPlan) -> dict[str, str]:
 
 def runbook(plan: LocalPlan, manifest_paths: list[str]) -> str:
     meta, image = plan.meta, q(plan.image)
+    p = rb.preamble(None)
     return rb.header(meta, "local") + f"""
 You need Docker and a one-machine Kubernetes cluster (kind, minikube, or a kubelet on this
 machine) with kubectl pointed at it.
@@ -135,8 +136,7 @@ machine) with kubectl pointed at it.
 ## 1. The image, with the demo's data in it
 
 ```sh
-OUT="$PWD"
-docker run --name quick_start_data -it paddledev/paddle:cpu-demo-latest
+{p}docker run --name quick_start_data -it paddledev/paddle:cpu-demo-latest
 # in the container: cd /root/paddle/demo/quick_start/data && ./get_data.sh
 #                   cd .. && ./preprocess.sh && exit
 docker commit quick_start_data {image}
@@ -147,17 +147,21 @@ docker commit quick_start_data {image}
 ## 2. Training
 
 ```sh
-{rb.creates(manifest_paths)}{rb.kubectl(meta, f"describe job {q(meta.name)}")}
+{p}{rb.creates(manifest_paths)}{rb.kubectl(meta, f"describe job {q(meta.name)}")}
 {rb.kubectl(meta, f"logs -f job/{q(meta.name)}")}
 ```
 
 The trainer saves `pass-00000` to `pass-{plan.last_pass:05d}` to `{plan.save_dir}`, which is
-`{plan.output.path}` on the node.
+`{plan.output.path}` on the node. That is your machine only with a kubelet of its own: with kind
+it is inside the node's container (`docker cp kind-control-plane:{plan.output.path} .`, or mount
+a directory of yours there with the cluster's `extraMounts`), with minikube inside its VM
+(`minikube cp minikube:{plan.output.path}/<file> .`, or `minikube mount` a directory of yours
+there before training).
 
 ## 3. Teardown
 
 ```sh
-kubectl delete -f "$OUT/k8s/"   # the models stay in {plan.output.path}
+{p}kubectl delete -f "$OUT/k8s/"   # the models stay in {plan.output.path}
 ```
 """
 

@@ -90,7 +90,8 @@ def test_kube_up_trainers_mount_the_hosts_efs_directory() -> None:
 
 def test_kube_up_runbook_attaches_nine_policies_without_kms() -> None:
     runbook = (GOLDEN / "kube-up" / "out" / "RUNBOOK.md").read_text()
-    arns = re.findall(r"arn:aws:iam::aws:policy/[\w/-]+", runbook)
+    attach = runbook[:runbook.index("attach-group-policy")].rsplit("for arn in", 1)[1]
+    arns = re.findall(r"arn:aws:iam::aws:policy/[\w/-]+", attach)
     assert len(arns) == 9
     assert not any("KeyManagement" in arn for arn in arns)
     assert "kube-up.sh" in runbook and "kube-down.sh" in runbook
@@ -136,14 +137,18 @@ def test_runbook_quotes_values_for_the_shell(tmp_path: Path) -> None:
 
 def test_kube_aws_runbook_steps_are_in_the_order_that_works() -> None:
     runbook = (GOLDEN / "kube-aws" / "out" / "RUNBOOK.md").read_text()
-    steps = ["attach-user-policy", "put-user-policy", "create-key-pair", "create-key ",
-             "kube-aws init", "render credentials --generate-ca", "render stack",
-             "kube-aws up --s3-uri s3://paddle-kube-aws-assets/paddle-cluster",
-             "create-security-group", "--protocol tcp --port 2049",
-             "create-file-system", "create-mount-target",
-             'create -f "$OUT/k8s/01-persistentvolume', "{.status.succeeded}",
-             'create -f "$OUT/k8s/04-job-paddle-cluster-job.yaml"', "train.log", "server.log",
-             "delete-mount-target", "delete-file-system", "LoadBalancer", "kube-aws destroy"]
+    steps = ["attach-group-policy", "add-user-to-group", "create-key-pair", "create-key ",
+             "cloudformation deploy --stack-name paddle-cluster-efs --template-file",
+             "describe-stacks --stack-name paddle-cluster-efs", "paddlegen build --check",
+             "put-group-policy", "kube-aws init", "render credentials --generate-ca",
+             "render stack", "kube-aws up --s3-uri s3://paddle-kube-aws-assets/paddle-cluster",
+             "--parameter-overrides VpcId=\"$VPC_ID\"", 'create -f "$OUT/k8s/01-persistentvolume',
+             "{.status.succeeded}", 'create -f "$OUT/k8s/04-job-paddle-cluster-job.yaml"',
+             "train.log", "server.log", "tar czf -", "^output/pass-", 'delete -f "$OUT/k8s/"',
+             "LoadBalancer", "delete-stack --stack-name paddle-cluster-efs", "kube-aws destroy",
+             "wait stack-delete-complete --stack-name paddle-cluster\n",
+             "aws s3 rm s3://paddle-kube-aws-assets/paddle-cluster", "schedule-key-deletion",
+             "delete-key-pair", "delete-group-policy", "detach-group-policy", "delete-group "]
     positions = [runbook.index(step) for step in steps]
     assert positions == sorted(positions)
     assert "$ASSETS/" in runbook and 'cd "$ASSETS"' in runbook  # secrets stay out of the tree

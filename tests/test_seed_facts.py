@@ -230,7 +230,8 @@ def test_iam_policy_is_the_seed_inline_policy_for_this_account_and_stack() -> No
     assert policy["Version"] == "2012-10-17"
     kms, stack = policy["Statement"]
     assert kms["Action"] == ["kms:Decrypt", "kms:Encrypt"]
-    assert kms["Resource"] == ["arn:aws:kms:*:123456789012:key/*"]
+    assert kms["Resource"] == [  # the cluster's key alone, not key/* of the account
+        "arn:aws:kms:us-west-2:123456789012:key/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"]
     assert len(stack["Action"]) == 7
     assert all(a.startswith("cloudformation:") for a in stack["Action"])
     assert stack["Resource"] == [
@@ -240,11 +241,19 @@ def test_iam_policy_is_the_seed_inline_policy_for_this_account_and_stack() -> No
     assert all(s["Effect"] == "Allow" for s in policy["Statement"])
 
 
+def attached_policies(runbook: str) -> list[str]:
+    """The managed policies the runbook attaches to its IAM group."""
+    loop = runbook[:runbook.index("attach-group-policy")].rsplit("for arn in", 1)[1]
+    return [line.strip(" \\") for line in loop.splitlines()
+            if line.strip().startswith("arn:aws:iam::aws:policy/")]
+
+
 def test_runbook_lists_the_ten_managed_policies() -> None:
     runbook = (OUT / "RUNBOOK.md").read_text()
-    arns = [line.strip(" \\") for line in runbook.splitlines()
-            if line.strip().startswith("arn:aws:iam::aws:policy/")]
+    arns = attached_policies(runbook)
     assert len(arns) == 10
+    # to a group of its own: the user's quota of ten stays free, and teardown detaches them all
+    assert runbook.count("attach-group-policy") == runbook.count("detach-group-policy") == 1
     assert "arn:aws:iam::aws:policy/job-function/NetworkAdministrator" in arns
     assert "arn:aws:iam::aws:policy/AWSKeyManagementServicePowerUser" in arns
 

@@ -17,7 +17,7 @@ VENDORED = ROOT / "schema" / "kubernetes"
 RELEASES = ("v1.5", "v1.8")
 CORE_FILES = {"namespace-v1.json", "serviceaccount-v1.json", "configmap-v1.json",
               "service-v1.json", "persistentvolume-v1.json", "persistentvolumeclaim-v1.json",
-              "job-batch-v1.json", "container-v1.json"}
+              "job-batch-v1.json", "container-v1.json", "pod-v1.json"}
 FILES = {"v1.5": CORE_FILES,
          "v1.8": CORE_FILES | {"role-rbac-v1.json", "rolebinding-rbac-v1.json",
                                "networkpolicy-networking-v1.json"}}

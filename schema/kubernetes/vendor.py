@@ -84,6 +84,7 @@ KINDS_15 = (
     Kind("Service", "", "v1"),
     Kind("PersistentVolume", "", "v1"),
     Kind("PersistentVolumeClaim", "", "v1"),
+    Kind("Pod", "", "v1"),
     Kind("Job", "batch", "v1"),
     # Not a kind: validates each container of the pod.beta.kubernetes.io/init-containers
     # annotation, which pod templates carried before PodSpec.initContainers existed.

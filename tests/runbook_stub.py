@@ -1,0 +1,179 @@
+"""A stand-in for aws, kubectl, kube-aws, kube-up.sh, ssh, dig, curl and docker, for running the
+runbooks' blocks in tests: it logs its argv and prints what the real tool prints for the calls
+the runbooks make (a tab-padded `kube-aws status` included); any other call fails loudly.
+
+Installed as one script under each tool's name (see tests/test_runbooks.py). Values that must
+agree with the spec come from the environment: STUB_KMS_ARN, STUB_EFS_DNS, STUB_KUBE_AWS.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import tarfile
+from pathlib import Path
+
+ELB = "paddle-cl-ElbAPISe-EEOI3EZPR86C-531251350.us-west-2.elb.amazonaws.com"
+
+
+def log(tool: str, argv: list[str]) -> None:
+    with open(os.environ["STUB_LOG"], "a", encoding="utf-8") as handle:
+        handle.write(json.dumps([tool, *argv]) + "\n")
+
+
+def tar_gz(members: dict[str, bytes], executable: bool = False) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o755 if executable else 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def wrapper(tool: str) -> bytes:
+    """What a download installs: a tool that is this stub under the tool's name."""
+    return f'#!/bin/sh\nexec "{Path(sys.argv[0]).parent / tool}" "$@"\n'.encode()
+
+
+def option(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) \
+        else None
+
+
+def fail(message: str, code: int = 99) -> int:
+    print(f"stub: {message}", file=sys.stderr)
+    return code
+
+
+def aws(argv: list[str]) -> int:
+    words = [w for i, w in enumerate(argv) if not w.startswith("-")
+             and (i == 0 or not argv[i - 1].startswith("--"))]
+    service, operation = [*words, "", ""][:2]
+    query = option(argv, "--query") or ""
+    absent = {("iam", "get-group"), ("ec2", "describe-key-pairs"), ("s3api", "head-bucket")}
+    if (service, operation) in absent or (service, operation, query) == ("kms", "describe-key",
+                                                                         ""):
+        return fail("An error occurred (NotFound)", 254)
+    answers = {
+        ("ec2", "create-key-pair"): "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n"
+                                    "-----END RSA PRIVATE KEY-----",
+        ("kms", "create-key"): "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        ("ec2", "describe-vpcs"): "vpc-0a1b2c3d",
+        ("ec2", "describe-subnets"): "subnet-0a1b2c3d",
+        ("ec2", "describe-security-groups"): "sg-0a1b2c3d",
+        ("ec2", "describe-instances"): "54.1.2.3\t54.1.2.4",
+        ("elb", "describe-load-balancers"): "",
+        ("s3", "ls"): "",
+        ("cloudformation", "deploy"): "Waiting for changeset to be created..\n"
+                                      "Successfully created/updated stack",
+    }
+    quiet = {"iam": {"create-group", "attach-group-policy", "add-user-to-group",
+                     "put-group-policy", "delete-group-policy", "remove-user-from-group",
+                     "detach-group-policy", "delete-group"},
+             "kms": {"create-alias", "schedule-key-deletion", "delete-alias"},
+             "ec2": {"delete-key-pair"}, "s3": {"mb", "rm", "rb"},
+             "cloudformation": {"delete-stack", "wait"}}
+    if (service, operation) == ("kms", "describe-key"):
+        arn = os.environ["STUB_KMS_ARN"]
+        print(arn if "Arn" in query else arn.rsplit("/", 1)[1])
+    elif (service, operation) == ("cloudformation", "describe-stacks"):
+        dns = os.environ["STUB_EFS_DNS"]
+        print(dns if "DnsName" in query else dns.split(".")[0])
+    elif (service, operation) in answers:
+        print(answers[service, operation])
+    elif operation not in quiet.get(service, set()):
+        return fail(f"no answer for aws {' '.join(argv)}")
+    return 0
+
+
+def kubectl(argv: list[str]) -> int:
+    words = [w for w in argv if not w.startswith("--namespace")]
+    verb = words[0] if words else ""
+    output = option(words, "-o") or ""
+    if verb == "create":
+        source = option(words, "-f")
+        if source == "-":
+            sys.stdin.read()
+        elif source is None or not Path(source).is_file():
+            return fail(f"kubectl create: no file {source}", 1)
+        print("created")
+    elif verb == "get" and words[1] == "job":
+        print("1" if "succeeded" in output else "", end="")
+    elif verb == "get" and words[1] == "pod" and "phase" in output:
+        print("Running", end="")
+    elif verb == "get" and words[1] == "pods":
+        if output == "name":
+            pass  # gone
+        elif "metadata.name" in output:
+            print("paddle-cluster-job-a1b2c paddle-cluster-job-d3e4f", end="")
+        else:
+            print("NAME                       READY     STATUS    RESTARTS   AGE")
+    elif verb == "get" and words[1] in ("svc", "nodes"):
+        pass
+    elif verb == "exec" and "tar" in words:
+        sys.stdout.buffer.write(tar_gz({"output/pass-00000/done": b"",
+                                        "output/node_0/train.log": b"I1116 pass 0\n"}))
+    elif verb in ("logs", "delete", "describe", "wait"):
+        print(f"{verb} done")
+    else:
+        return fail(f"no answer for kubectl {' '.join(argv)}")
+    return 0
+
+
+def kube_aws(argv: list[str]) -> int:
+    if argv[0] != "init" and not Path("cluster.yaml").is_file():
+        return fail("cluster.yaml: no such file (run kube-aws in the assets directory)", 1)
+    if argv[0] == "status":
+        if os.environ.get("STUB_KUBE_AWS") == "v0.9.9":
+            print("WARN: the worker node pool \"workers\" is associated to a k8s API endpoint")
+            print(f"Cluster Name:\t\tpaddle-cluster\nController DNS Names:\t{ELB}, other.elb")
+        else:
+            print(f"Cluster Name:\t\tpaddle-cluster\nController DNS Name:\t{ELB}")
+    elif argv[0] == "init":
+        Path("cluster.yaml").write_text("clusterName: from-init\n")
+    return 0
+
+
+def curl(argv: list[str]) -> int:
+    url = next(w for w in argv if w.startswith("https://"))
+    target = option(argv, "-o") or option(argv, "-fLo")
+    if url.endswith("/kubectl") and target:
+        Path(target).write_bytes(wrapper("kubectl"))
+    elif url.endswith("kube-aws-linux-amd64.tar.gz"):
+        sys.stdout.buffer.write(tar_gz({"linux-amd64/kube-aws": wrapper("kube-aws")}, True))
+    elif url.endswith("/kubernetes.tar.gz"):
+        sys.stdout.buffer.write(tar_gz({
+            "kubernetes/cluster/kube-up.sh": wrapper("kube-up.sh"),
+            "kubernetes/cluster/kube-down.sh": wrapper("kube-down.sh"),
+            "kubernetes/platforms/linux/amd64/kubectl": wrapper("kubectl")}, True))
+    else:
+        return fail(f"no download {url}")
+    return 0
+
+
+def kube_up(argv: list[str]) -> int:
+    if os.environ.get("KUBERNETES_PROVIDER") != "aws":
+        return fail("KUBERNETES_PROVIDER is not aws: aws/kube-up.env was not sourced", 1)
+    return 0
+
+
+def main() -> int:
+    tool, argv = Path(sys.argv[0]).name, sys.argv[1:]
+    log(tool, argv)
+    if tool in ("ssh", "docker"):
+        if tool == "ssh" and not sys.stdin.isatty():
+            sys.stdin.buffer.read()
+        return 0
+    if tool == "dig":
+        print("54.241.164.52\n54.67.102.112")
+        return 0
+    handlers = {"aws": aws, "kubectl": kubectl, "kube-aws": kube_aws, "curl": curl,
+                "kube-up.sh": kube_up, "kube-down.sh": kube_up}
+    return handlers[tool](argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""aws/efs.cfn.yaml: linted by cfn-lint and checkov, and deployed into moto's CloudFormation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from conftest import GOLDEN_SPECS
+
+TEMPLATES = [spec.parent / "out" / "aws" / "efs.cfn.yaml" for spec in GOLDEN_SPECS
+             if (spec.parent / "out" / "aws" / "efs.cfn.yaml").exists()]
+BIN = Path(sys.executable).parent
+
+
+def test_every_aws_golden_has_the_template() -> None:
+    assert sorted(t.parent.parent.parent.name for t in TEMPLATES) == [
+        "kube-aws", "kube-aws-v0.9.9", "kube-up"]
+
+
+@pytest.mark.conformance
+def test_cfn_lint_is_clean() -> None:
+    result = subprocess.run([BIN / "cfn-lint", *TEMPLATES], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.parent.parent.parent.name)
+def test_checkov_is_clean(template: Path) -> None:
+    result = subprocess.run(
+        [BIN / "checkov", "--framework", "cloudformation", "--skip-download", "--quiet",
+         "--compact", "--output", "json", "-f", template],
+        capture_output=True, text=True, check=False)
+    report = json.loads(result.stdout)
+    failed = [check["check_id"] for check in report["results"]["failed_checks"]]
+    assert failed == [], result.stdout
+    assert report["summary"]["passed"] >= 5
+
+
+def load(template: Path) -> Any:
+    return YAML(typ="safe", pure=True).load(template)
+
+
+def deploy(template: Path, parameters: dict[str, str]) -> dict[str, Any]:
+    """Create the stack in moto (in-process, no network) and read back what it made."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name="us-west-2")
+        vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/24",
+                                   AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
+        workers = ec2.create_security_group(GroupName="paddle-cluster-sg-worker",
+                                            Description="workers", VpcId=vpc)["GroupId"]
+        given = {key: {"vpc": vpc, "subnet": subnet, "workers": workers}.get(value, value)
+                 for key, value in parameters.items()}
+        cloudformation = boto3.client("cloudformation", region_name="us-west-2")
+        cloudformation.create_stack(
+            StackName="paddle-cluster-efs", TemplateBody=json.dumps(load(template)),
+            Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in given.items()])
+        [stack] = cloudformation.describe_stacks(StackName="paddle-cluster-efs")["Stacks"]
+        efs = boto3.client("efs", region_name="us-west-2")
+        [file_system] = efs.describe_file_systems()["FileSystems"]
+        mount_targets = efs.describe_mount_targets(
+            FileSystemId=file_system["FileSystemId"])["MountTargets"]
+        groups = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc]}])
+        return {"status": stack["StackStatus"],
+                "outputs": {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])},
+                "file_system": file_system, "mount_targets": mount_targets,
+                "groups": {g["GroupId"]: g for g in groups["SecurityGroups"]},
+                "ids": {"vpc": vpc, "subnet": subnet, "workers": workers}}
+
+
+@pytest.mark.conformance
+def test_the_first_deploy_makes_an_encrypted_file_system_alone() -> None:
+    [template] = [t for t in TEMPLATES if t.parent.parent.parent.name == "kube-aws"]
+    made = deploy(template, {"VpcId": "", "WorkerSecurityGroupId": "", "WorkerSubnet1": ""})
+    assert made["status"] == "CREATE_COMPLETE"
+    assert made["file_system"]["Encrypted"] is True
+    assert made["mount_targets"] == []
+    file_system = made["file_system"]["FileSystemId"]
+    assert made["outputs"] == {"FileSystemId": file_system,
+                               "DnsName": f"{file_system}.efs.us-west-2.amazonaws.com"}
+    assert sorted(g["GroupName"] for g in made["groups"].values()) == [
+        "default", "paddle-cluster-sg-worker"]
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.parent.parent.parent.name)
+def test_in_the_cluster_nfs_is_open_to_the_workers_and_nothing_else(template: Path) -> None:
+    made = deploy(template, {"VpcId": "vpc", "WorkerSecurityGroupId": "workers",
+                             "WorkerSubnet1": "subnet"})
+    assert made["status"] == "CREATE_COMPLETE"
+    assert made["file_system"]["Encrypted"] is True
+    [target] = made["mount_targets"]
+    assert target["SubnetId"] == made["ids"]["subnet"]
+    [efs_group] = [g for g in made["groups"].values()
+                   if g["GroupName"] not in ("default", "paddle-cluster-sg-worker")]
+    [rule] = efs_group["IpPermissions"]
+    assert (rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 2049, 2049)
+    assert [pair["GroupId"] for pair in rule["UserIdGroupPairs"]] == [made["ids"]["workers"]]
+    assert rule["IpRanges"] == [] and rule.get("Ipv6Ranges", []) == []
+    # moto keeps a new group's default egress; the template asks for none (AWS honours that)
+    [egress] = load(template)["Resources"]["SecurityGroup"]["Properties"]["SecurityGroupEgress"]
+    assert egress["CidrIp"] == "127.0.0.1/32"

@@ -1,0 +1,161 @@
+"""Every block of every golden runbook, run as a person pastes it: each in a fresh
+`bash -euo pipefail` (so nothing survives from an earlier block but what AWS and $ASSETS keep),
+with stand-ins for aws, kubectl, kube-aws, ssh, dig and curl that log what they are asked."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from conftest import GOLDEN, GOLDEN_SPECS
+
+STUB = Path(__file__).resolve().parent / "runbook_stub.py"
+TOOLS = ("aws", "kubectl", "kube-aws", "kube-up.sh", "kube-down.sh", "ssh", "dig", "curl", "docker")
+
+
+def blocks(runbook: str) -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", runbook, re.S)
+
+
+def run_blocks(golden: str, tmp_path: Path) -> list[list[str]]:
+    """Run every block of golden's RUNBOOK.md in order, each in a new shell; the stubs' log."""
+    spec = GOLDEN / golden / "spec.yaml"
+    tree = tmp_path / "tree"
+    shutil.copytree(spec.parent / "out", tree / "out")
+    shutil.copy(spec, tree / "spec.yaml")
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    script = stubs / "stub.py"
+    script.write_text(f"#!{sys.executable}\n" + STUB.read_text())
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    for tool in TOOLS:
+        (stubs / tool).symlink_to(script)
+    (stubs / "paddlegen").symlink_to(Path(sys.executable).parent / "paddlegen")
+    data = tmp_path / "data"
+    (data / "0" / "data").mkdir(parents=True)
+    values = YAML(typ="safe", pure=True).load(spec)
+    env = {"HOME": str(tmp_path / "home"), "PATH": f"{stubs}:/usr/bin:/bin",
+           "STUB_LOG": str(tmp_path / "log"), "IAM_USER": "alice", "SPEC": str(tree / "spec.yaml"),
+           "DATA_DIR": str(data), "LC_ALL": "C.UTF-8",
+           "STUB_KMS_ARN": values.get("cluster", {}).get("kmsKeyArn", ""),
+           "STUB_EFS_DNS": values.get("storage", {}).get("efs", {}).get(
+               "dnsName", "fs-0a1b2c3d.efs.us-west-2.amazonaws.com"),
+           "STUB_KUBE_AWS": values.get("cluster", {}).get("kubeAwsVersion", "v0.9.1")}
+    (tmp_path / "home").mkdir()
+    runbook = (tree / "out" / "RUNBOOK.md").read_text()
+    for number, block in enumerate(blocks(runbook), start=1):
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tree / "out",
+                                env=env, capture_output=True, text=True, timeout=60,
+                                check=False)
+        assert result.returncode == 0, f"block {number} failed:\n{block}\n{result.stderr}"
+        assert "unbound variable" not in result.stderr
+    log = tmp_path / "log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def index(log: list[list[str]], *words: str) -> int:
+    """Where the first call whose argv holds all of `words` is in the log."""
+    return next(i for i, call in enumerate(log) if all(word in call for word in words))
+
+
+def position(log: list[list[str]], tool: str, fragment: str) -> int:
+    return next(i for i, call in enumerate(log)
+                if call[0] == tool and fragment in " ".join(call[1:]))
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("golden", ["kube-aws", "kube-aws-v0.9.9"])
+def test_the_kube_aws_runbook_runs_start_to_finish(golden: str, tmp_path: Path) -> None:
+    log = run_blocks(golden, tmp_path)
+    cluster = "paddle-cluster"
+    # the DNS name comes out of the tab-padded `kube-aws status` without whitespace
+    [dig] = [call for call in log if call[0] == "dig"]
+    assert dig[1:] == ["+short",
+                       "paddle-cl-ElbAPISe-EEOI3EZPR86C-531251350.us-west-2.elb.amazonaws.com"]
+    # the models are copied off before the file system's stack is deleted, the cluster's stack
+    # is gone before the bucket prefix is removed, and the IAM group goes last
+    models = position(log, "kubectl", "tar czf -")
+    efs_deleted = position(log, "aws", f"cloudformation delete-stack --stack-name {cluster}-efs")
+    destroy = position(log, "kube-aws", "destroy")
+    stack_gone = position(log, "aws", f"wait stack-delete-complete --stack-name {cluster}")
+    cluster_gone = next(i for i, call in enumerate(log) if call[-1] == cluster
+                        and "stack-delete-complete" in call)
+    prefix = position(log, "aws", "s3 rm s3://paddle-kube-aws-assets/paddle-cluster")
+    assert models < efs_deleted < stack_gone < destroy < cluster_gone < prefix
+    assert position(log, "aws", "iam delete-group ") == len(log) - 1
+    # the file system came before the cluster (its name goes into the spec), and got the
+    # cluster's network after it
+    first_deploy = position(log, "aws", f"cloudformation deploy --stack-name {cluster}-efs")
+    assert first_deploy < position(log, "kube-aws", "up") < position(log, "aws", "VpcId=vpc-")
+
+
+@pytest.mark.conformance
+def test_the_kube_up_runbook_runs_start_to_finish(tmp_path: Path) -> None:
+    log = run_blocks("kube-up", tmp_path)
+    up = position(log, "kube-up.sh", "")
+    deploy = position(log, "aws", "cloudformation deploy --stack-name k8s-efs")
+    mounts = [i for i, call in enumerate(log) if call[0] == "ssh" and "mount -t nfs4" in call[-1]]
+    assert up < deploy < mounts[0] and len(mounts) == 2  # on both nodes
+    assert all("fs-" in log[i][-1] for i in mounts)  # the DNS name from the stack's outputs
+    models = position(log, "kubectl", "tar czf -")
+    assert models < position(log, "aws", "delete-stack --stack-name k8s-efs") \
+        < position(log, "kube-down.sh", "")
+
+
+@pytest.mark.conformance
+def test_the_local_runbook_runs_and_calls_no_aws(tmp_path: Path) -> None:
+    log = run_blocks("local", tmp_path)
+    assert log and not any(call[0] in ("aws", "kube-aws", "ssh") for call in log)
+
+
+def test_every_runbook_block_begins_with_the_same_line() -> None:
+    for spec in GOLDEN_SPECS:
+        found = blocks((spec.parent / "out" / "RUNBOOK.md").read_text())
+        first_lines = {block.splitlines()[0] for block in found}
+        assert len(first_lines) == 1, spec.parent.name
+        assert first_lines.pop().startswith('OUT="$PWD"')
+
+
+def test_no_block_depends_on_a_variable_set_by_an_earlier_block() -> None:
+    for spec in GOLDEN_SPECS:
+        set_so_far: set[str] = set()
+        for block in blocks((spec.parent / "out" / "RUNBOOK.md").read_text()):
+            assigned = set(re.findall(r"(?:^|[\s;(])([A-Z_]+)=", block))
+            used = set(re.findall(r"\$\{?([A-Z_]+)", block)) - assigned - set(os.environ)
+            assert used & set_so_far == set(), (spec.parent.name, block)
+            set_so_far |= assigned
+
+
+def test_a_namespace_of_its_own_is_created_first() -> None:
+    from paddlegen.compiler.build import build
+
+    raw = (GOLDEN / "kube-aws" / "spec.yaml").read_bytes().replace(b"namespace: default",
+                                                                   b"namespace: paddle")
+    manifests = build(raw, "spec.yaml").manifests
+    first = manifests[0]
+    assert (first.path, first.obj["kind"], first.obj["metadata"]["name"]) == (
+        "k8s/01-namespace-paddle.yaml", "Namespace", "paddle")
+    assert first.obj["metadata"]["labels"]["app.kubernetes.io/instance"] == "paddle-cluster-job"
+    assert all(m.obj["metadata"].get("namespace") in (None, "paddle") for m in manifests)
+
+
+@pytest.mark.parametrize("version", ["v0.9.1", "v0.9.9"])
+def test_a_record_set_kube_aws_manages_needs_no_dns_step(version: str) -> None:
+    from paddlegen.compiler.build import build
+
+    raw = (GOLDEN / "kube-aws" / "spec.yaml").read_text().replace(
+        "  workerCount: 3\n", f"  workerCount: 3\n  kubeAwsVersion: {version}\n"
+        "  createRecordSet: true\n  hostedZoneId: Z2ABCDEF12345\n").encode()
+    [runbook] = [a.text for a in build(raw, "spec.yaml").artifacts if a.path == "RUNBOOK.md"]
+    assert "dig " not in runbook and "kube-aws status" not in runbook
+    assert "kube-aws creates the record of `paddle` in the hosted zone" in runbook
+    assert ("--hosted-zone-id=Z2ABCDEF12345" in runbook) == (version == "v0.9.9")
