@@ -72,6 +72,24 @@ def group_policies(action: str, group: str, names: tuple[str, ...]) -> str:
             "done\n")
 
 
+def iam_group(group: str, policies: tuple[str, ...], tool: str) -> str:
+    """A group of its own for the user that runs the tool, holding the managed policies (so
+    they do not count against the user's quota of ten); the user is kept in $ASSETS."""
+    return (f'IAM_USER="${{IAM_USER:?set IAM_USER to the IAM user that will run {tool}}}"\n'
+            'echo "$IAM_USER" > "$ASSETS/iam-user"\n'
+            f"aws iam get-group --group-name {q(group)} >/dev/null 2>&1 ||\n"
+            f"  aws iam create-group --group-name {q(group)}\n"
+            f"{group_policies('attach', group, policies)}"
+            f'aws iam add-user-to-group --group-name {q(group)} --user-name "$IAM_USER"\n')
+
+
+def iam_group_removed(group: str, policies: tuple[str, ...]) -> str:
+    return (f"aws iam remove-user-from-group --group-name {q(group)} "
+            '--user-name "$(cat "$ASSETS/iam-user")"\n'
+            f"{group_policies('detach', group, policies)}"
+            f"aws iam delete-group --group-name {q(group)}\n")
+
+
 def kubectl(meta: Meta, command: str) -> str:
     # --namespace: the -n shorthand is younger than the oldest kubectl a target uses
     return f"kubectl --namespace={q(meta.namespace)} {command}"

@@ -543,13 +543,7 @@ A group of its own holds the ten managed policies, so they do not count against 
 quota of ten.
 
 ```sh
-{p}IAM_USER="${{IAM_USER:?set IAM_USER to the IAM user that will run kube-aws}}"
-echo "$IAM_USER" > "$ASSETS/iam-user"
-aws iam get-group --group-name {group} >/dev/null 2>&1 ||
-  aws iam create-group --group-name {group}
-{rb.group_policies("attach", group_name, policies)}\
-aws iam add-user-to-group --group-name {group} --user-name "$IAM_USER"
-```
+{p}{rb.iam_group(group_name, policies, "kube-aws")}```
 
 From here on, work as that user: create an access key for it
 (`aws iam create-access-key --user-name "$IAM_USER"`), `aws configure --profile` it, and
@@ -679,9 +673,7 @@ its VPC while they use it; the bucket goes only if this runbook made it and it i
 the administrator:
 
 ```sh
-{p}aws iam remove-user-from-group --group-name {group} --user-name "$(cat "$ASSETS/iam-user")"
-{rb.group_policies("detach", group_name, policies)}aws iam delete-group --group-name {group}
-```
+{p}{rb.iam_group_removed(group_name, policies)}```
 """
 
 

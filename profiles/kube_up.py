@@ -183,7 +183,6 @@ def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
                "\"Stacks[0].Outputs[?OutputKey=='DnsName'].OutputValue\" --output text")
     mount = rb.mount_command('"$EFS_DNS_NAME"', q(plan.host_path))
     group_name, policies = f"{c.name}-kube-up", MANAGED_POLICIES
-    group = q(group_name)
     bucket = (f"aws s3 rm s3://{q(bucket_of(c.s3_uri))}/devel --recursive\n" if c.s3_uri else "")
     unpack = f"sudo mkdir -p {host_job_dir} && sudo tar -C {host_job_dir} -xzf -"
     return rb.header(meta, "kube-up") + f"""
@@ -200,13 +199,7 @@ ln -sf "$ASSETS/kubernetes/platforms/linux/amd64/kubectl" "$ASSETS/bin/kubectl"
 ## 1. IAM, as an administrator of the account: a group for the user that runs kube-up.sh
 
 ```sh
-{p}IAM_USER="${{IAM_USER:?set IAM_USER to the IAM user that will run kube-up.sh}}"
-echo "$IAM_USER" > "$ASSETS/iam-user"
-aws iam get-group --group-name {group} >/dev/null 2>&1 ||
-  aws iam create-group --group-name {group}
-{rb.group_policies("attach", group_name, policies)}\
-aws iam add-user-to-group --group-name {group} --user-name "$IAM_USER"
-```
+{p}{rb.iam_group(group_name, policies, "kube-up.sh")}```
 
 From here on, work as that user (`aws configure --profile` it with an access key of its own, and
 `export AWS_PROFILE=` that profile).
@@ -283,9 +276,7 @@ aws cloudformation wait stack-delete-complete --stack-name {stack}
 Last, as the administrator:
 
 ```sh
-{p}aws iam remove-user-from-group --group-name {group} --user-name "$(cat "$ASSETS/iam-user")"
-{rb.group_policies("detach", group_name, policies)}aws iam delete-group --group-name {group}
-```
+{p}{rb.iam_group_removed(group_name, policies)}```
 """
 
 
