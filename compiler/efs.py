@@ -39,8 +39,8 @@ def template(stack: EfsStack) -> dict[str, Any]:
     subnets = [subnet_parameter(i) for i in range(1, stack.worker_subnets + 1)]
     parameters: dict[str, Any] = {
         "VpcId": {"Type": "String", "AllowedPattern": "^(vpc-[0-9a-f]+)?$",
-                  "Description": f"The VPC of cluster {stack.cluster}; empty on the first "
-                                 "deploy, which makes the file system alone."},
+                  "Description": "The cluster's VPC; empty on the first deploy, which makes "
+                                 "the file system alone."},
         "WorkerSecurityGroupId": {"Type": "String",
                                   "AllowedPattern": "^(sg-[0-9a-f]+)?$",
                                   "Description": "The security group of the cluster's workers: "
@@ -86,8 +86,8 @@ def template(stack: EfsStack) -> dict[str, Any]:
     }
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
-        "Description": f"The shared volume of {stack.cluster}'s training jobs (paddlegen): an "
-                       "encrypted EFS file system, reachable over NFS from the workers only",
+        "Description": f"Shared volume of {stack.cluster}: encrypted EFS, NFS from the workers "
+                       "only (paddlegen)",
         "Parameters": parameters,
         "Conditions": {"InCluster": {"Fn::Not": [{"Fn::Equals": [{"Ref": "VpcId"}, ""]}]}},
         "Resources": resources,

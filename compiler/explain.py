@@ -70,7 +70,7 @@ def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
         "configDir": f"{training.job_dir}/{training.config_dir}",
         "outputDir": training.output_dir,
         "dataJobOutDir": data_out_dir,
-        "waitsFor": training.data_ready_meaning,
+        "waitsFor": training.data_ready.meaning,
         "deadlineSeconds": training.deadline_seconds,
         "imageFlagsFrom": IMAGE_FLAGS_FROM,
         "processes": processes,
@@ -86,7 +86,7 @@ def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
         rows.append(("data job writes", f"{data_out_dir} (the same directory)"))
     rows += [("trainer config", f"{training.job_dir}/{training.config_dir}"),
              ("output", training.output_dir),
-             ("trainers wait for", training.data_ready_meaning),
+             ("trainers wait for", training.data_ready.meaning),
              ("deadline", f"{training.deadline_seconds} s, then the Job fails")]
     notes = ("trainer ids are the ranks of the pods' IPs, sorted; every trainer lists every pod "
              "as a pserver",

@@ -6,7 +6,6 @@ Every builder takes the target release and writes only the fields that release s
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any
 
 from paddlegen.compiler.kube_schema import INIT_CONTAINERS_ANNOTATION
@@ -26,6 +25,8 @@ from paddlegen.compiler.render import Block
 from paddlegen.compiler.targets import KubeRelease
 
 Object = dict[str, Any]
+# Before the securityContext field (1.19), the pod's seccomp profile is this annotation.
+SECCOMP_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
 # The seed image's entry point, run by an absolute bash (the seeds' "bin/bash" works only from /).
 TRAINER_COMMAND = ["/bin/bash", "-c", "/root/start.sh"]
 
@@ -115,14 +116,15 @@ def data_job(meta: Meta, data: DataJob, claim_name: str) -> Object:
     container = {
         "name": "paddle-data",
         "image": data.image,
-        "imagePullPolicy": "Always",
         "env": env({"OUT_DIR": data.out_dir, "SPLIT_COUNT": data.split_count}),
+        "resources": data.resources,
         "volumeMounts": [{"name": VOLUME_NAME, "mountPath": DATA_MOUNT}],
     }
     pod: Object = {"containers": [container], "volumes": [claim_volume(claim_name)]}
     if meta.target.kube.automount_token_field:
         pod = {"automountServiceAccountToken": False, **pod}  # it never talks to the API
-    return job(meta, data.name, "data", pod, deadline_seconds=data.deadline_seconds)
+    return job(meta, data.name, "data", pod, deadline_seconds=data.deadline_seconds,
+               ttl_seconds=data.ttl_seconds)
 
 
 def training_job(meta: Meta, training: PserverTraining) -> Object:
@@ -145,16 +147,17 @@ def training_job(meta: Meta, training: PserverTraining) -> Object:
         }),
         "ports": [{"name": port.name, "containerPort": port.number, "hostPort": port.number}
                   for port in training.ports],
+        "resources": training.resources,
         "volumeMounts": [{"name": VOLUME_NAME, "mountPath": training.job_path}],
     }
     # Applied all at once (kubectl apply -k, GitOps), the trainers would start before the data
     # Job has written the last part; the entry point would fail and the retried pods get new IPs,
     # and so new trainer ids. Waiting here keeps `create` in any order safe.
-    wait = (f"until {training.data_ready}; do "
-            f"echo {shlex.quote('waiting for ' + training.data_ready_meaning)}; sleep 10; done")
+    gate = training.data_ready
+    wait = f"until {gate.test}; do sleep 10; done"
     wait_for_data = {"name": "wait-for-data", "image": training.image,
-                     "command": ["/bin/bash", "-c", wait],
-                     "volumeMounts": container["volumeMounts"]}
+                     "command": ["/bin/bash", "-c", wait, "wait-for-data", *gate.args],
+                     "resources": WAIT_RESOURCES, "volumeMounts": container["volumeMounts"]}
     pod: Object = {}
     if training.pod_reader:
         pod["serviceAccountName"] = training.pod_reader.account
@@ -164,28 +167,106 @@ def training_job(meta: Meta, training: PserverTraining) -> Object:
     # rank, and count the failed pod among the job's pods forever. Fail the Job instead.
     return job(meta, training.name, "trainer", pod, parallelism=training.trainers,
                deadline_seconds=training.deadline_seconds, backoff_limit=0,
-               init_containers=[wait_for_data])
+               init_containers=[wait_for_data], ttl_seconds=training.ttl_seconds)
+
+
+# The wait for the data: a shell loop.
+WAIT_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"},
+                  "limits": {"cpu": "100m", "memory": "64Mi"}}
+# What root needs to manage files it unpacks and copies (busybox tar gives them their
+# archive's owners, then their modes), for images that run as root.
+ROOT_FILE_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
+
+
+def pull_policy(image: str) -> str:
+    """A digest never changes, so the node's copy will do; a tag may move."""
+    return "IfNotPresent" if "@sha256:" in image else "Always"
+
+
+def hardened(meta: Meta, container: Object, pull: str | None = None) -> Object:
+    """A container with its pull policy and a security context: no privilege escalation (as
+    far as the release serves it), no capabilities (root images keep the three that manage
+    files), a read-only root as the spec says."""
+    pods, kube = meta.pods, meta.target.kube
+    security: Object = {}
+    if kube.allow_privilege_escalation_field:
+        security["allowPrivilegeEscalation"] = False
+    capabilities: Object = {"drop": ["ALL"]}
+    if not pods.run_as_non_root:
+        capabilities["add"] = list(ROOT_FILE_CAPABILITIES)
+    security["capabilities"] = capabilities
+    security["readOnlyRootFilesystem"] = pods.read_only_root_filesystem
+    first = {key: container[key] for key in ("name", "image")}
+    rest = {key: value for key, value in container.items()
+            if key not in first and (key != "resources" or value)}
+    return {**first, "imagePullPolicy": pull or pull_policy(container["image"]), **rest,
+            "securityContext": security}
+
+
+def pod_policy_fields(meta: Meta) -> Object:
+    """Where every pod of the job runs (the rule release-fields keeps out what the release
+    lacks)."""
+    pods = meta.pods
+    fields: Object = {}
+    if pods.priority_class_name:
+        fields["priorityClassName"] = pods.priority_class_name
+    if pods.node_selector:
+        fields["nodeSelector"] = dict(pods.node_selector)
+    if pods.tolerations:
+        fields["tolerations"] = [dict(toleration) for toleration in pods.tolerations]
+    return fields
 
 
 def job(meta: Meta, name: str, component: str, pod: Object, *, parallelism: int = 1,
         deadline_seconds: int, backoff_limit: int | None = None,
-        init_containers: list[Object] | None = None) -> Object:
-    """A batch/v1 Job; backoffLimit and init containers as far as the release serves them."""
+        init_containers: list[Object] | None = None, ttl_seconds: int | None = None,
+        pull: str | None = None) -> Object:
+    """A batch/v1 Job of hardened containers; backoffLimit, init containers, the TTL and the
+    seccomp profile as far as the release serves them."""
     kube = meta.target.kube
     labels = metadata(meta, name, component=component)["labels"]
     template_meta: Object = {"labels": dict(labels)}
-    if init_containers and kube.init_containers_field:
-        pod = {"initContainers": init_containers, **pod}
-    elif init_containers:
-        template_meta["annotations"] = {
-            INIT_CONTAINERS_ANNOTATION: Block(json.dumps(init_containers, indent=2))}
+    annotations: Object = {}
+    pod = {**pod, "containers": [hardened(meta, c, pull) for c in pod["containers"]]}
+    inits = [hardened(meta, c, pull) for c in init_containers or []]
+    if inits and kube.init_containers_field:
+        pod = {"initContainers": inits, **pod}
+    elif inits:
+        annotations[INIT_CONTAINERS_ANNOTATION] = Block(json.dumps(inits, indent=2))
+    if not kube.seccomp_field:
+        annotations[SECCOMP_ANNOTATION] = kube.seccomp_runtime_default
+    if annotations:
+        template_meta["annotations"] = annotations
+    security: Object = {"runAsNonRoot": meta.pods.run_as_non_root}
+    if meta.pods.run_as_user is not None:
+        security["runAsUser"] = meta.pods.run_as_user
+    if kube.seccomp_field:
+        security["seccompProfile"] = {"type": "RuntimeDefault"}
+    pod = {**pod, **pod_policy_fields(meta), "securityContext": security}
     spec: Object = {"parallelism": parallelism, "completions": parallelism,
                     "activeDeadlineSeconds": deadline_seconds}
     if backoff_limit is not None and kube.backoff_limit_field:
         spec["backoffLimit"] = backoff_limit
+    if ttl_seconds is not None:
+        spec["ttlSecondsAfterFinished"] = ttl_seconds  # the rule release-fields checks it
     spec["template"] = {"metadata": template_meta, "spec": {**pod, "restartPolicy": "Never"}}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": metadata(meta, name, component=component), "spec": spec}
+
+
+def network_policy(meta: Meta, ports: tuple[int, ...]) -> list[Object]:
+    """Traffic to the job's pods only from its trainers, and only to the pserver ports (none at
+    all when there are none); where the release has networking.k8s.io/v1. It takes a CNI that
+    enforces NetworkPolicies (the runbooks say so)."""
+    if not meta.target.kube.network_policy_v1:
+        return []
+    job = {"matchLabels": {"app.kubernetes.io/instance": meta.name}}
+    trainers = {"matchLabels": {**job["matchLabels"], "app.kubernetes.io/component": "trainer"}}
+    ingress = [{"from": [{"podSelector": trainers}],
+                "ports": [{"protocol": "TCP", "port": port} for port in ports]}] if ports else []
+    return [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+             "metadata": metadata(meta, meta.name), "spec": {
+                 "podSelector": job, "policyTypes": ["Ingress"], "ingress": ingress}}]
 
 
 def namespace(meta: Meta) -> list[Object]:

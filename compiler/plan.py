@@ -6,10 +6,11 @@ profile's plan (in paddlegen.profiles) is made of these parts and its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from paddlegen.compiler.targets import KubeRelease, Target
-from paddlegen.schema.models import ClusterTraining
+from paddlegen.schema.models import ClusterTraining, Resources, Scheduling, Security, SpecBase
 
 # The data Job mounts the shared volume here and writes the split data to <DATA_MOUNT>/<job name>.
 DATA_MOUNT = "/efs"
@@ -21,17 +22,68 @@ LABEL_NAME = "paddle-training"
 
 
 @dataclass(frozen=True)
+class PodPolicy:
+    """What every pod of the job shares: where it runs and how its containers run."""
+
+    priority_class_name: str | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[tuple[tuple[str, Any], ...], ...] = ()  # each in Kubernetes' form
+    run_as_non_root: bool = False
+    run_as_user: int | None = None
+    read_only_root_filesystem: bool = False
+
+
+def pod_policy(scheduling: Scheduling, security: Security) -> PodPolicy:
+    return PodPolicy(
+        priority_class_name=scheduling.priority_class_name,
+        node_selector=tuple(sorted(scheduling.node_selector.items())),
+        tolerations=tuple(tuple(t.model_dump(by_alias=True, exclude_none=True).items())
+                          for t in scheduling.tolerations),
+        run_as_non_root=security.run_as_non_root, run_as_user=security.run_as_user,
+        read_only_root_filesystem=security.read_only_root_filesystem)
+
+
+@dataclass(frozen=True)
 class Meta:
-    """Who the objects belong to: the job's name, its namespace and the common labels."""
+    """Who the objects belong to (the job's name, namespace and labels), what they target and
+    what all their pods share."""
 
     name: str
     namespace: str
     target: Target
+    version: str  # app.kubernetes.io/version: the training image's tag or digest
+    pods: PodPolicy = PodPolicy()
 
     @property
     def labels(self) -> dict[str, str]:
         return {"app.kubernetes.io/name": LABEL_NAME, "app.kubernetes.io/instance": self.name,
+                "app.kubernetes.io/version": self.version,
+                "app.kubernetes.io/part-of": self.name,
                 "app.kubernetes.io/managed-by": "paddlegen"}
+
+
+def meta_of(spec: SpecBase, target: Target, image: str) -> Meta:
+    return Meta(spec.metadata.name, spec.metadata.namespace, target, image_version(image),
+                pod_policy(spec.scheduling, spec.security))
+
+
+def image_version(image: str) -> str:
+    """An image's tag, or the start of its digest, as a label value ("latest" for neither)."""
+    if "@sha256:" in image:
+        return image.rsplit(":", 1)[1][:12]
+    last = image.rsplit("/", 1)[-1]
+    tag = last.rsplit(":", 1)[1] if ":" in last else "latest"
+    return tag[:63].strip("-_.") or "latest"
+
+
+def resources_of(resources: Resources) -> dict[str, dict[str, str]]:
+    """A container's resources as Kubernetes writes them, without what is unset."""
+    found = {}
+    for kind in ("requests", "limits"):
+        values = getattr(resources, kind).model_dump(exclude_none=True)
+        if values:
+            found[kind] = values
+    return found
 
 
 @dataclass(frozen=True)
@@ -84,6 +136,18 @@ class DataJob:
     out_dir: str  # where it writes, as it sees the volume (OUT_DIR)
     split_count: int  # SPLIT_COUNT
     deadline_seconds: int
+    resources: dict[str, dict[str, str]] = field(default_factory=dict)
+    ttl_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class DataGate:
+    """What the trainers wait for: a shell test over its arguments ($1, $2, ...; short lines
+    in any YAML), and what it means in words."""
+
+    test: str
+    args: tuple[str, ...]
+    meaning: str
 
 
 @dataclass(frozen=True)
@@ -108,10 +172,11 @@ class PserverTraining:
     config_dir: str
     job_path: str  # where the shared volume is mounted in the trainer (JOB_PATH)
     volume: SharedVolume
-    data_ready: str  # a shell test that holds once the last data part is complete
-    data_ready_meaning: str  # the same, in words
+    data_ready: DataGate  # holds once the last data part is complete
     pod_reader: PodReader | None  # the seed launcher's account, where the target has RBAC
     deadline_seconds: int
+    resources: dict[str, dict[str, str]] = field(default_factory=dict)
+    ttl_seconds: int | None = None
 
     @property
     def job_dir(self) -> str:
@@ -147,9 +212,8 @@ def gflag(value: object) -> str:
 
 
 def pserver_training(name: str, training: ClusterTraining, volume: SharedVolume,
-                     data_ready: tuple[str, str], kube: KubeRelease) -> PserverTraining:
-    """The training Job's plan; `data_ready` is the shell test the trainers wait on and what it
-    means, in words."""
+                     data_ready: DataGate, kube: KubeRelease) -> PserverTraining:
+    """The training Job's plan; the trainers wait for `data_ready`."""
     return PserverTraining(
         name=name,
         image=training.image,
@@ -161,10 +225,11 @@ def pserver_training(name: str, training: ClusterTraining, volume: SharedVolume,
         config_dir=training.config_dir,
         job_path=training.job_path,
         volume=volume,
-        data_ready=data_ready[0],
-        data_ready_meaning=data_ready[1],
+        data_ready=data_ready,
         # Without RBAC (1.4, 1.5) the API server allows every request: the default account
         # reads the pods.
         pod_reader=PodReader(name, f"{name}-pod-reader") if kube.rbac_v1 else None,
         deadline_seconds=training.active_deadline_seconds,
+        resources=resources_of(training.resources),
+        ttl_seconds=training.ttl_seconds_after_finished,
     )

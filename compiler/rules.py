@@ -13,13 +13,19 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from paddlegen.compiler.loader import Path
 from paddlegen.compiler.plan import bucket_of, pserver_ports, region_of
 from paddlegen.compiler.problems import Severity
 from paddlegen.compiler.targets import Target
-from paddlegen.schema.models import ClusterTraining, DatasetSettings, EfsStorage, Metadata
+from paddlegen.schema.models import (
+    ClusterTraining,
+    DatasetSettings,
+    EfsStorage,
+    Metadata,
+    Scheduling,
+)
 from paddlegen.schema.patterns import QUANTITY
 
 Violation = tuple[Path, str]
@@ -118,6 +124,8 @@ class WithTrainingImage(Protocol):
 class WithKubeVersion(Protocol):
     @property
     def kube_version(self) -> str | None: ...
+    @property
+    def scheduling(self) -> Scheduling: ...
 
 
 @rule("port-range")
@@ -191,6 +199,59 @@ def system_namespace(spec: WithMetadata) -> Iterable[Violation]:
         yield ("metadata", "namespace"), (
             f"{spec.metadata.namespace} belongs to Kubernetes itself; use a namespace of the "
             "job's own, such as default or paddle")
+
+
+RELEASE_FIELDS_DOC = """The fields the spec sets are ones the target release serves:
+    scheduling.tolerations (Kubernetes 1.6), scheduling.priorityClassName (1.11),
+    ttlSecondsAfterFinished (1.21)."""
+
+
+def release_fields(target_of: Callable[[K], Target], jobs: tuple[str, ...]) -> Rule[K]:
+    """The release-fields rule of a profile whose target is `target_of(spec)` and whose Jobs
+    are the spec sections `jobs`."""
+
+    def check(spec: K) -> Iterable[Violation]:
+        target = target_of(spec)
+        kube = target.kube
+        scheduling = spec.scheduling
+        wanted: list[tuple[Path, bool, bool, str]] = [
+            (("scheduling", "tolerations"), bool(scheduling.tolerations),
+             kube.tolerations_field, "1.6"),
+            (("scheduling", "priorityClassName"), scheduling.priority_class_name is not None,
+             kube.priority_class_field, "1.11")]
+        wanted += [((job, "ttlSecondsAfterFinished"),
+                    getattr(spec, job).ttl_seconds_after_finished is not None,
+                    kube.ttl_after_finished_field, "1.21") for job in jobs]
+        for path, given, served, since in wanted:
+            if given and not served:
+                yield path, (f"{target.tool} runs Kubernetes {kube.version}, which has no "
+                             f"{path[-1]} (Kubernetes {since} has); leave it out")
+
+    check.__doc__ = RELEASE_FIELDS_DOC
+    return Rule("release-fields", check)
+
+
+RESOURCES_DOC = """Each container's resource requests are at most its limits (a pod asking for more
+    than it may use is refused)."""
+
+
+def resource_limits(jobs: tuple[str, ...]) -> Rule[Any]:
+    """The resources rule for the spec sections `jobs`."""
+
+    def check(spec: Any) -> Iterable[Violation]:
+        for job in jobs:
+            resources = getattr(spec, job).resources
+            for kind in ("cpu", "memory"):
+                request = getattr(resources.requests, kind)
+                limit = getattr(resources.limits, kind)
+                if request is not None and limit is not None and \
+                        quantity(request) > quantity(limit):
+                    yield (job, "resources", "requests", kind), (
+                        f"{request} is more than the limit {limit}; raise the limit or lower "
+                        "the request")
+
+    check.__doc__ = RESOURCES_DOC
+    return Rule("resources", check)
 
 
 @rule("job-names")

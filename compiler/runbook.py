@@ -181,6 +181,16 @@ def failures(meta: Meta, training: PserverTraining) -> str:
             "still ends its pod successfully: read `node_N/train.log`.")
 
 
+def network_policy_note(meta: Meta) -> str:
+    """What the job's NetworkPolicy needs, where the tree has one."""
+    if not meta.target.kube.network_policy_v1:
+        return ""
+    return ("\n\nThe job's NetworkPolicy admits traffic to its pods only from its trainers, and "
+            "only to the pserver ports; it takes effect only with a network plugin that enforces "
+            "NetworkPolicies (Calico, Cilium; kube-aws with `useCalico`), and is ignored "
+            "otherwise.")
+
+
 def mount_command(source: str, target: str) -> str:
     return (f"sudo mkdir -p {target} && sudo mount -t nfs4 -o {','.join(EFS_MOUNT_OPTIONS)} "
             f"{source}:/ {target}")

@@ -62,6 +62,41 @@ class KubeRelease:
         return self.since(8)
 
     @property
+    def allow_privilege_escalation_field(self) -> bool:
+        """SecurityContext.allowPrivilegeEscalation (1.8)."""
+        return self.since(8)
+
+    @property
+    def network_policy_v1(self) -> bool:
+        """networking.k8s.io/v1 NetworkPolicy (1.7)."""
+        return self.since(7)
+
+    @property
+    def tolerations_field(self) -> bool:
+        """PodSpec.tolerations (1.6)."""
+        return self.since(6)
+
+    @property
+    def priority_class_field(self) -> bool:
+        """PodSpec.priorityClassName, on by default (1.11)."""
+        return self.since(11)
+
+    @property
+    def seccomp_field(self) -> bool:
+        """SecurityContext.seccompProfile (1.19); before, the seccomp annotation (1.3)."""
+        return self.since(19)
+
+    @property
+    def seccomp_runtime_default(self) -> str:
+        """The annotation's name for the runtime's default profile (runtime/default, 1.11)."""
+        return "runtime/default" if self.since(11) else "docker/default"
+
+    @property
+    def ttl_after_finished_field(self) -> bool:
+        """JobSpec.ttlSecondsAfterFinished, on by default (1.21)."""
+        return self.since(21)
+
+    @property
     def kubectl_wait(self) -> bool:
         """`kubectl wait` (1.11)."""
         return self.since(11)

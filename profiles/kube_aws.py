@@ -9,7 +9,6 @@ RBAC objects) and v0.9.9 (node pools and API endpoints; Kubernetes 1.8.4 with RB
 from __future__ import annotations
 
 import ipaddress
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from shlex import quote as q
@@ -25,6 +24,7 @@ from paddlegen.compiler.kube_objects import (
     data_job,
     models_pod,
     namespace,
+    network_policy,
     persistent_volume,
     persistent_volume_claim,
     pod_reader,
@@ -33,12 +33,15 @@ from paddlegen.compiler.kube_objects import (
 from paddlegen.compiler.plan import (
     DATA_MOUNT,
     ClaimVolume,
+    DataGate,
     DataJob,
     EfsVolume,
     Meta,
     PserverTraining,
     bucket_of,
+    meta_of,
     pserver_training,
+    resources_of,
 )
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import Quoted, to_json, to_yaml
@@ -50,6 +53,8 @@ from paddlegen.compiler.rules import (
     job_names,
     kube_version,
     port_range,
+    release_fields,
+    resource_limits,
     rule,
     s3_bucket_name,
     storage_request,
@@ -332,6 +337,7 @@ def aws_name_limits(spec: KubeAwsSpec) -> Iterable[Violation]:
 
 
 EFS_TEMPLATE = "aws/efs.cfn.yaml"
+JOBS = ("training", "dataset")  # the spec sections of the profile's Jobs
 
 
 @dataclass(frozen=True)
@@ -346,7 +352,7 @@ class KubeAwsPlan:
     training: PserverTraining
 
 
-def data_ready(job_dir: str, parts: int) -> tuple[str, str]:
+def data_ready(job_dir: str, parts: int) -> DataGate:
     """The shell test that holds once the data image's get_data.sh has finished the last part,
     and its meaning.
 
@@ -358,11 +364,11 @@ def data_ready(job_dir: str, parts: int) -> tuple[str, str]:
     the last step; the archive is gone once the unpacking is over.
     """
     last = f"{job_dir}/{parts - 1}/data"
-    shard = f"{last}/train.{parts - 1:05d}"
-    tests = [f"[ -f {shlex.quote(last + '/train.txt')} ]", f"[ ! -e {shlex.quote(shard)} ]"]
+    shard = f"train.{parts - 1:05d}"
+    test = '[ -f "$1/train.txt" ] && [ ! -e "$1/$2" ]'
     if parts == 1:
-        tests.append(f"[ ! -e {shlex.quote(last + '/preprocessed_data.tar.gz')} ]")
-    return " && ".join(tests), f"{last}/train.txt, with {shard} renamed to it"
+        test += ' && [ ! -e "$1/preprocessed_data.tar.gz" ]'
+    return DataGate(test, (last, shard), f"{last}/train.txt, with {last}/{shard} renamed to it")
 
 
 def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
@@ -374,21 +380,24 @@ def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
     volume = EfsVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
                        storage.efs.dns_name, storage.capacity, storage.request)
     data = DataJob(spec.dataset.job_name, spec.dataset.image, f"{DATA_MOUNT}/{name}", t.nodes,
-                   spec.dataset.active_deadline_seconds)
+                   spec.dataset.active_deadline_seconds, resources_of(spec.dataset.resources),
+                   spec.dataset.ttl_seconds_after_finished)
     training = pserver_training(name, t, ClaimVolume(storage.claim_name),
                                 data_ready(f"{t.job_path}/{name}", t.nodes), tgt.kube)
     names = aws_names(cluster)
     # one availability zone, one worker subnet (kube-aws's default network)
     stack = efs.EfsStack(names.efs_stack, names.efs_stack, cluster.name, worker_subnets=1)
-    return KubeAwsPlan(Meta(name, namespace, tgt), cluster, names, stack,
+    return KubeAwsPlan(meta_of(spec, tgt, t.image), cluster, names, stack,
                        bucket_of(cluster.s3_uri), volume, data, training)
 
 
 def objects(plan: KubeAwsPlan) -> list[Object]:
     meta, training = plan.meta, plan.training
     reader = pod_reader(meta, training.pod_reader) if training.pod_reader else []
+    ports = tuple(port.number for port in training.ports)
     return [*namespace(meta), persistent_volume(meta, plan.volume),
             persistent_volume_claim(meta, plan.volume), *reader,
+            *network_policy(meta, ports),
             data_job(meta, plan.data, plan.volume.claim_name), training_job(meta, training)]
 
 
@@ -639,8 +648,9 @@ Its security group admits NFS (TCP 2049) from the workers' security group and no
 
 The data Job splits the data into {data.split_count} parts, `{training.name}/0/data` to
 `{training.name}/{data.split_count - 1}/data` on EFS (it mounts EFS at `{DATA_MOUNT}`, the
-trainers at `{training.job_path}`); the trainers wait for {training.data_ready_meaning}.
-{rb.outputs(training, f"on EFS: `{training.name}/output/`")} {rb.failures(meta, training)}
+trainers at `{training.job_path}`); the trainers wait for {training.data_ready.meaning}.
+{rb.outputs(training, f"on EFS: `{training.name}/output/`")} {rb.failures(meta, training)}\
+{rb.network_policy_note(meta)}
 
 ## 8. The models, off EFS before anything is deleted
 
@@ -687,8 +697,9 @@ PROFILE = Profile(
             "`aws/iam-policy.json`, EFS PV and claim, data Job, training Job",
     model=KubeAwsSpec,
     rules=(port_range, gradient_servers, worker_capacity,
-           kube_version(target, "; cluster.kubeAwsVersion chooses the release"), job_names,
-           split_count, zone_in_region, kms_key_arn, efs_region, storage_request, kube_aws_network,
+           kube_version(target, "; cluster.kubeAwsVersion chooses the release"),
+           release_fields(target, JOBS), resource_limits(JOBS), job_names, split_count,
+           zone_in_region, kms_key_arn, efs_region, storage_request, kube_aws_network,
            record_set, iam_role_name, aws_name_limits, s3_bucket_name, training_image_tag,
            dataset_image_tag, system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,

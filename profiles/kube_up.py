@@ -22,14 +22,17 @@ from paddlegen.compiler.kube_objects import (
     Object,
     models_pod,
     namespace,
+    network_policy,
     pod_reader,
     training_job,
 )
 from paddlegen.compiler.plan import (
+    DataGate,
     HostVolume,
     Meta,
     PserverTraining,
     bucket_of,
+    meta_of,
     pserver_training,
     region_of,
 )
@@ -39,6 +42,8 @@ from paddlegen.compiler.rules import (
     gradient_servers,
     kube_version,
     port_range,
+    release_fields,
+    resource_limits,
     s3_bucket_name,
     system_namespace,
     training_image_tag,
@@ -119,18 +124,21 @@ def derive(spec: KubeUpSpec) -> KubeUpPlan:
     # The parts are copied in by hand before the Job is created; the gate only keeps trainers
     # from starting on a volume without them.
     last_part = f"{job_dir}/{spec.training.nodes - 1}/data"
-    data_ready = (f"[ -d {shlex.quote(last_part)} ]", f"the directory {last_part}")
+    data_ready = DataGate('[ -d "$1" ]', (last_part,), f"the directory {last_part}")
     training = pserver_training(name, spec.training, HostVolume(spec.storage.host_path),
                                 data_ready, TARGET.kube)
     # kube-up.sh makes one subnet, in its zone
     stack = efs.EfsStack(f"{c.name}-efs", f"{c.name}-efs", c.name, worker_subnets=1)
-    return KubeUpPlan(Meta(name, spec.metadata.namespace, TARGET), cluster,
+    return KubeUpPlan(meta_of(spec, TARGET, spec.training.image), cluster,
                       spec.storage.host_path, stack, training)
 
 
 def objects(plan: KubeUpPlan) -> list[Object]:
     reader = pod_reader(plan.meta, plan.training.pod_reader) if plan.training.pod_reader else []
-    return [*namespace(plan.meta), *reader, training_job(plan.meta, plan.training)]
+    ports = tuple(port.number for port in plan.training.ports)
+    return [*namespace(plan.meta), *reader,
+            *network_policy(plan.meta, ports),
+            training_job(plan.meta, plan.training)]
 
 
 def kube_up_env(plan: KubeUpPlan) -> str:
@@ -289,7 +297,8 @@ PROFILE = Profile(
     summary="seeds 000, 002: `aws/kube-up.env` for cluster/kube-up.sh, the training Job on "
             "the hosts' EFS mount",
     model=KubeUpSpec,
-    rules=(port_range, gradient_servers, worker_capacity, kube_version(target), zone_in_region,
-           s3_bucket_name, training_image_tag, system_namespace),
+    rules=(port_range, gradient_servers, worker_capacity, kube_version(target),
+           release_fields(target, ("training",)), resource_limits(("training",)),
+           zone_in_region, s3_bucket_name, training_image_tag, system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain)

@@ -12,13 +12,27 @@ from pydantic import Field
 
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.explain import common_facts
-from paddlegen.compiler.kube_objects import Object, host_volume, job
-from paddlegen.compiler.plan import HostVolume, Meta, gflag
+from paddlegen.compiler.kube_objects import Object, host_volume, job, namespace, network_policy
+from paddlegen.compiler.plan import HostVolume, Meta, gflag, meta_of, resources_of
 from paddlegen.compiler.profile import Explanation, Profile
-from paddlegen.compiler.rules import kube_version, system_namespace, training_image_tag
+from paddlegen.compiler.rules import (
+    kube_version,
+    release_fields,
+    resource_limits,
+    system_namespace,
+    training_image_tag,
+)
 from paddlegen.compiler.targets import KubeRelease, Target
 from paddlegen.schema import patterns as p
-from paddlegen.schema.models import INT32_MAX, SpecBase, SpecModel, deadline, text
+from paddlegen.schema.models import (
+    INT32_MAX,
+    Resources,
+    SpecBase,
+    SpecModel,
+    deadline,
+    text,
+    ttl,
+)
 
 DEFAULT_KUBE_VERSION = "1.35"
 
@@ -58,7 +72,9 @@ class LocalTraining(SpecModel):
     ]
     test_all_data_in_one_period: bool = Field(
         description="Test on all test data each period (--test_all_data_in_one_period).")
+    resources: Resources = Field(description="CPU and memory of the trainer.")
     active_deadline_seconds: Annotated[int, deadline("the training Job")]
+    ttl_seconds_after_finished: Annotated[int | None, ttl("the training Job")] = None
 
 
 class LocalSpec(SpecBase):
@@ -84,6 +100,8 @@ class LocalPlan:
     trainer_flags: tuple[str, ...]  # `paddle train` flags from the spec
     last_pass: int
     deadline_seconds: int
+    resources: dict[str, dict[str, str]]
+    ttl_seconds: int | None
 
 
 def derive(spec: LocalSpec) -> LocalPlan:
@@ -93,11 +111,12 @@ def derive(spec: LocalSpec) -> LocalPlan:
              "show_parameter_stats_period": t.show_parameter_stats_period,
              "test_all_data_in_one_period": t.test_all_data_in_one_period}
     return LocalPlan(
-        meta=Meta(spec.metadata.name, spec.metadata.namespace, target(spec)),
+        meta=meta_of(spec, target(spec), t.image),
         image=t.image, work_dir=t.work_dir, save_dir=t.save_dir,
         output=HostVolume(spec.storage.host_path, create=True),
         trainer_flags=tuple(f"--{flag}={gflag(value)}" for flag, value in flags.items()),
-        last_pass=t.num_passes - 1, deadline_seconds=t.active_deadline_seconds)
+        last_pass=t.num_passes - 1, deadline_seconds=t.active_deadline_seconds,
+        resources=resources_of(t.resources), ttl_seconds=t.ttl_seconds_after_finished)
 
 
 def training_job(plan: LocalPlan) -> Object:
@@ -108,18 +127,23 @@ def training_job(plan: LocalPlan) -> Object:
         "workingDir": plan.work_dir,
         "command": ["paddle", "train"],
         "args": list(plan.trainer_flags),
+        "resources": plan.resources,
         "volumeMounts": [{"name": "output", "mountPath": plan.save_dir}],
     }
     pod: Object = {"containers": [container],
                    "volumes": [host_volume("output", plan.output, plan.meta.target.kube)]}
     if plan.meta.target.kube.automount_token_field:
         pod = {"automountServiceAccountToken": False, **pod}
+    # the runbook builds the image and loads it into the cluster: there is nothing to pull
     return job(plan.meta, plan.meta.name, "trainer", pod,
-               deadline_seconds=plan.deadline_seconds, backoff_limit=0)
+               deadline_seconds=plan.deadline_seconds, backoff_limit=0,
+               ttl_seconds=plan.ttl_seconds, pull="IfNotPresent")
 
 
 def objects(plan: LocalPlan) -> list[Object]:
-    return [training_job(plan)]
+    # a trainer alone listens to nobody: no traffic to it at all
+    return [*namespace(plan.meta), *network_policy(plan.meta, ()),
+            training_job(plan)]
 
 
 def files(plan: LocalPlan) -> dict[str, str]:
@@ -156,7 +180,7 @@ The trainer saves `pass-00000` to `pass-{plan.last_pass:05d}` to `{plan.save_dir
 it is inside the node's container (`docker cp kind-control-plane:{plan.output.path} .`, or mount
 a directory of yours there with the cluster's `extraMounts`), with minikube inside its VM
 (`minikube cp minikube:{plan.output.path}/<file> .`, or `minikube mount` a directory of yours
-there before training).
+there before training).{rb.network_policy_note(meta)}
 
 ## 3. Teardown
 
@@ -179,6 +203,8 @@ def explain(plan: LocalPlan) -> Explanation:
 
 PROFILE = Profile(
     name="local", summary="seed 004: one `paddle train` Job with the spec's trainer flags",
-    model=LocalSpec, rules=(kube_version(target), training_image_tag, system_namespace),
+    model=LocalSpec,
+    rules=(kube_version(target), release_fields(target, ("training",)),
+           resource_limits(("training",)), training_image_tag, system_namespace),
     target=target,
     derive=derive, objects=objects, files=files, runbook=runbook, explain=explain)

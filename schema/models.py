@@ -69,12 +69,79 @@ class EfsStorage(SpecModel):
     request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
 
 
+def ttl(job: str) -> object:
+    return Field(ge=0, le=INT32_MAX, description=(
+        f"Seconds after {job} finishes that Kubernetes deletes it (ttlSecondsAfterFinished, "
+        "Kubernetes 1.21 and later); unset, it stays."))
+
+
+class Quantities(SpecModel):
+    """CPU and memory, as Kubernetes quantities."""
+
+    cpu: Annotated[str | None, text(p.QUANTITY, "CPU in cores, such as 2 or 500m.")] = None
+    memory: Annotated[str | None, text(p.QUANTITY, "Memory, such as 4Gi or 512Mi.")] = None
+
+
+class Resources(SpecModel):
+    """What each container asks the scheduler for, and the most it may use."""
+
+    requests: Quantities = Field(default_factory=Quantities,
+                                 description="Reserved on the node for the container.")
+    limits: Quantities = Field(default_factory=Quantities,
+                               description="The most the container may use.")
+
+
+class Toleration(SpecModel):
+    """A taint the job's pods tolerate (Kubernetes 1.6 and later)."""
+
+    key: Annotated[str | None, text(p.LABEL_KEY, "The taint's key; unset with Exists: all.")
+                   ] = None
+    operator: Literal["Exists", "Equal"] = Field(
+        default="Equal", description="Equal: the taint's value is `value`; Exists: any.")
+    value: Annotated[str | None, text(p.LABEL_VALUE, "The taint's value, with Equal.")] = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        default=None, description="The taint's effect; unset: every effect.")
+    toleration_seconds: Annotated[
+        int | None, Field(ge=0, le=INT32_MAX, description="How long a NoExecute taint is "
+                          "tolerated before the pod is evicted.")
+    ] = None
+
+
+class Scheduling(SpecModel):
+    """Where every pod of the job runs."""
+
+    priority_class_name: Annotated[
+        str | None, text(p.DNS_SUBDOMAIN, "A PriorityClass of the cluster for every pod "
+                         "(Kubernetes 1.11 and later).")
+    ] = None
+    node_selector: dict[Annotated[str, Field(pattern=p.LABEL_KEY.regex)],
+                        Annotated[str, Field(pattern=p.LABEL_VALUE.regex)]] = Field(
+        default_factory=dict, description="Node labels every pod's node must have.")
+    tolerations: list[Toleration] = Field(default_factory=list,
+                                          description="Taints every pod tolerates.")
+
+
+class Security(SpecModel):
+    """How every container runs. The tutorial images run as root and write to /root, so both
+    switches stay off for them; turn them on for images that can."""
+
+    run_as_non_root: bool = Field(default=False, description=(
+        "Refuse to start a container whose user is root (runAsNonRoot)."))
+    run_as_user: Annotated[
+        int | None, Field(ge=1, le=INT32_MAX, description="The user id the containers run as.")
+    ] = None
+    read_only_root_filesystem: bool = Field(default=False, description=(
+        "Mount every container's root filesystem read-only."))
+
+
 class DatasetSettings(SpecModel):
     """The data-preparation Job: downloads the data and splits it, one part per trainer."""
 
     image: Annotated[str, text(p.IMAGE, "Image of the data-preparation Job.")]
     job_name: Annotated[str, text(p.JOB_NAME, "Name of the data-preparation Job.")]
+    resources: Resources = Field(description="CPU and memory of the data-preparation Job.")
     active_deadline_seconds: Annotated[int, deadline("the data-preparation Job")]
+    ttl_seconds_after_finished: Annotated[int | None, ttl("the data-preparation Job")] = None
 
 
 class ClusterTraining(SpecModel):
@@ -105,7 +172,9 @@ class ClusterTraining(SpecModel):
     job_path: Annotated[
         str, text(p.ABSOLUTE_PATH, "Where the shared volume is mounted in the trainer (JOB_PATH).")
     ]
+    resources: Resources = Field(description="CPU and memory of each trainer pod.")
     active_deadline_seconds: Annotated[int, deadline("the training Job")]
+    ttl_seconds_after_finished: Annotated[int | None, ttl("the training Job")] = None
 
 
 class SpecBase(SpecModel):
@@ -116,5 +185,9 @@ class SpecBase(SpecModel):
         str | None, text(p.KUBE_VERSION, "Kubernetes minor release the objects are for and "
                          "checked against; derived where the profile deploys the cluster.")
     ] = None
+    scheduling: Scheduling = Field(default=Scheduling(), description=(
+        "Node selector, tolerations and priority class of every pod."))
+    security: Security = Field(default=Security(), description=(
+        "User and filesystem settings of every container."))
 
 

@@ -88,6 +88,16 @@ ABSOLUTE_PATH = grammar(
 CIDR = grammar(r"^([0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,2}$", "an IPv4 CIDR such as 10.0.0.0/16")
 IPV4 = grammar(r"^([0-9]{1,3}\.){3}[0-9]{1,3}$", "an IPv4 address such as 10.3.0.10")
 HOSTED_ZONE_ID = grammar(r"^[A-Z0-9]{1,32}$", "a Route 53 hosted zone id such as Z2ABCDEF12345")
+LABEL_KEY = grammar(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+    "a label key such as disktype or node.kubernetes.io/instance-type",
+)
+LABEL_VALUE = grammar(
+    r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$",
+    "a label value: at most 63 letters, digits, '-', '_' and '.', starting and ending with a "
+    "letter or digit",
+)
 KUBE_VERSION = grammar(r"^1\.[0-9]{1,2}$", "a Kubernetes minor release such as 1.34")
 
 MEANING_BY_REGEX = {

@@ -72,8 +72,9 @@ def test_the_tree_has_the_seed_objects_in_apply_order() -> None:
     # Kubernetes 1.4.6 has no RBAC (kube-aws v0.9.1 runs the API server without an authorizer):
     # the default service account reads the pods
     assert kinds(OUT) == ["PersistentVolume", "PersistentVolumeClaim", "Job", "Job"]
+    # Kubernetes 1.8 has networking.k8s.io/v1: the pservers take connections from trainers only
     assert kinds(OUT_V099) == ["PersistentVolume", "PersistentVolumeClaim", "ServiceAccount",
-                               "Role", "RoleBinding", "Job", "Job"]
+                               "Role", "RoleBinding", "NetworkPolicy", "Job", "Job"]
 
 
 def test_training_job_runs_three_trainers_with_seed_environment(each: Objects) -> None:
@@ -107,9 +108,9 @@ def test_trainers_wait_for_the_last_file_of_the_last_data_part(each: Objects) ->
     job = each[("Job", "paddle-cluster-job")]
     [wait] = init_containers(job)
     # get_data.sh renames 2/data/train.00002 to train.txt last (after copying part 0's)
-    assert ("until [ -f /home/jobpath/paddle-cluster-job/2/data/train.txt ] && "
-            "[ ! -e /home/jobpath/paddle-cluster-job/2/data/train.00002 ]; do") in \
-        wait["command"][-1]
+    assert wait["command"] == [
+        "/bin/bash", "-c", 'until [ -f "$1/train.txt" ] && [ ! -e "$1/$2" ]; do sleep 10; done',
+        "wait-for-data", "/home/jobpath/paddle-cluster-job/2/data", "train.00002"]
     assert wait["volumeMounts"] == container(job)["volumeMounts"]
 
 
