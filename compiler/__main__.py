@@ -9,30 +9,30 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 from types import FrameType
 
 EXIT_INTERRUPTED = 130
+MAIN_PID = os.getpid()  # a forked worker shares the handler until it sets its own
 
 
-class Interrupted(BaseException):
-    """Ctrl-C. Not a KeyboardInterrupt, which click turns into "Aborted!" and exit code 1."""
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise Interrupted
+def exit_interrupted(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: one line, exit 130, at once. An exception raised here would surface wherever the
+    signal lands, even inside a library that wraps it (pydantic-core makes it a SchemaError);
+    leaving at once is safe, since the writer survives a crash at any point (its journal)."""
+    if os.getpid() == MAIN_PID:
+        with contextlib.suppress(OSError):  # no stderr to say it on
+            os.write(2, b"paddlegen: interrupted\n")
+    os._exit(EXIT_INTERRUPTED)
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, _interrupt)
-    try:
-        from paddlegen.compiler.cli import app
+    signal.signal(signal.SIGINT, exit_interrupted)
+    # No pydantic plugin has any business with paddlegen's own models, and looking for them
+    # reads the metadata of every installed distribution on every start.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from paddlegen.compiler.cli import app
 
-        app(prog_name="paddlegen")
-    except Interrupted:
-        with contextlib.suppress(OSError):  # no stderr to say it on
-            os.write(2, b"paddlegen: interrupted\n")
-        sys.exit(EXIT_INTERRUPTED)
+    app(prog_name="paddlegen")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ release the profile targets, and adds what every tree has: the kustomization and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from paddlegen.compiler.artifact import K8S_DIR, KUSTOMIZATION, MANIFEST, Artifact
 from paddlegen.compiler.problems import Position, Problem
@@ -25,7 +26,10 @@ class Manifest:
 
     path: str
     obj: dict[str, Any]
-    text: str
+
+    @cached_property
+    def text(self) -> str:
+        return to_yaml(self.obj)  # only when asked for: validate writes no file
 
 
 class ManifestError(Exception):
@@ -50,15 +54,36 @@ class Build:
         return yaml_stream([m.text for m in self.manifests])
 
 
+class Checked(NamedTuple):
+    """A spec's profile, plan and objects, the objects checked against their release."""
+
+    profile: Profile[Any, Any]
+    plan: Any
+    manifests: tuple[Manifest, ...]
+    warnings: tuple[Problem, ...]
+
+
 def build(raw: bytes, filename: str, kube_version: str | None = None,
           strict: bool = False) -> Build:
     """Compile a spec file's bytes. Raises SpecError or ManifestError."""
+    profile, plan, manifests, warnings = checked(raw, filename, kube_version, strict)
+    artifacts = tuple(sorted(emit(profile, plan, manifests), key=lambda a: a.path))
+    return Build(profile, plan, manifests, artifacts, warnings)
+
+
+def validate(raw: bytes, filename: str, kube_version: str | None = None,
+             strict: bool = False) -> tuple[Problem, ...]:
+    """What build checks, without writing any file's text: the warnings. Raises SpecError or
+    ManifestError."""
+    return checked(raw, filename, kube_version, strict).warnings
+
+
+def checked(raw: bytes, filename: str, kube_version: str | None, strict: bool) -> Checked:
     profile, spec, warnings = load_spec(raw, filename, strict, kube_version)
     plan = profile.derive(spec)
     manifests = manifest_files(profile.objects(plan))
     check_manifests(manifests, plan.meta.target.kube.schema)
-    artifacts = tuple(sorted(emit(profile, plan, manifests), key=lambda a: a.path))
-    return Build(profile, plan, manifests, artifacts, warnings)
+    return Checked(profile, plan, manifests, warnings)
 
 
 def explain(raw: bytes, filename: str) -> Explanation:
@@ -69,8 +94,7 @@ def explain(raw: bytes, filename: str) -> Explanation:
 def manifest_files(objects: list[dict[str, Any]]) -> tuple[Manifest, ...]:
     """Each object in its own file, numbered in apply order."""
     return tuple(
-        Manifest(f"{K8S_DIR}/{i:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", obj,
-                 to_yaml(obj))
+        Manifest(f"{K8S_DIR}/{i:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", obj)
         for i, obj in enumerate(objects, start=1))
 
 

@@ -162,23 +162,26 @@ StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Treat warnings (such as an image without a version tag) as errors.")]
 
 
-def compiled(spec: Path, raw: bytes | None = None, kube_version: str | None = None,
-             strict: bool = False) -> Build | None:
+def compiled(spec: Path, strict: bool, kube_version: str | None) -> Build | None:
     """The build of one spec, or None after reporting why there is none; warnings to stderr."""
     from paddlegen.compiler.build import ManifestError, build
 
     try:
-        result = build(read_spec(spec) if raw is None else raw, str(spec), kube_version, strict)
+        result = build(read_spec(spec), str(spec), kube_version, strict)
     except SpecError as error:
         report(list(error.problems), Format.text)
         return None
     except ManifestError as error:
-        typer.echo(f"paddlegen: {spec}: the generated objects fail validation "
-                   "(a bug of paddlegen; please report it):", err=True)
-        report(list(error.problems), Format.text)
+        report_bug(spec, error.problems)
         return None
     report(list(result.warnings), Format.text)
     return result
+
+
+def report_bug(spec: Path, problems: tuple[Problem, ...]) -> None:
+    typer.echo(f"paddlegen: {spec}: the generated objects fail validation "
+               "(a bug of paddlegen; please report it):", err=True)
+    report(list(problems), Format.text)
 
 
 @app.command(cls=Command)
@@ -194,18 +197,18 @@ def build(
 
     Example: paddlegen build golden/kube-aws/spec.yaml -o out/
     """
-    from paddlegen.compiler.writer import WriteError, drift, write_tree
-
     if not output:
         raise fail("-o needs a directory, or - for stdout")
     if check and output == "-":
         raise fail("--check needs an output directory, not -")
-    result = compiled(spec, kube_version=kube_version, strict=strict)
+    result = compiled(spec, strict, kube_version)
     if result is None:
         raise typer.Exit(EXIT_INVALID)
     if output == "-":
         write_stdout(result.stream())
         return
+    from paddlegen.compiler.writer import WriteError, drift, write_tree
+
     out_dir = Path(output)
     try:
         if check:
@@ -284,12 +287,13 @@ def validate(
 
     Example: paddlegen validate --format json specs/*.yaml
     """
-    from paddlegen.compiler.build import ManifestError, build
+    from paddlegen.compiler.build import ManifestError
+    from paddlegen.compiler.build import validate as validate_spec
 
     found, problems = readable(specs, only_specs)
     for spec, raw in found:
         try:
-            problems.extend(build(raw, str(spec), kube_version, strict).warnings)
+            problems.extend(validate_spec(raw, str(spec), kube_version, strict))
         except (SpecError, ManifestError) as error:
             problems.extend(error.problems)
     report(sorted(problems, key=lambda p: (p.position, p.path)), output)
@@ -316,6 +320,7 @@ def check(
 
     Example: paddlegen check golden/*/spec.yaml
     """
+    from paddlegen.compiler.batch import outcomes
     from paddlegen.compiler.writer import WriteError, drift
 
     found, unreadable = readable(specs, only_specs) if specs else discover_specs(Path())
@@ -324,9 +329,13 @@ def check(
         typer.echo("paddlegen: no spec with an out/ beside it below the current directory",
                    err=True)
     drifted, invalid = False, bool(unreadable)
-    for spec, raw in found:
-        result = compiled(spec, raw, kube_version, strict)
-        if result is None:
+    built = outcomes([(str(spec), raw) for spec, raw in found], kube_version, strict)
+    for (spec, _), result in zip(found, built, strict=True):
+        if result.bug:
+            report_bug(spec, result.problems)
+        else:
+            report(list(result.problems), Format.text)
+        if result.artifacts is None:
             invalid = True
             continue
         try:

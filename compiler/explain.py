@@ -15,6 +15,10 @@ from paddlegen.compiler.plan import Meta, PserverTraining
 from paddlegen.compiler.profile import Explanation
 
 COMMENT = "paddle_process_by_paddle"  # start_paddle.py tags every process with it
+# Every trainer lists every pserver: the list is given once (facts["pservers"]) and each
+# trainer's argv names it, so the output grows with the nodes, not with their square.
+PSERVERS_VARIABLE = "PSERVERS"
+PSERVERS_FLAG = f"--pservers=${PSERVERS_VARIABLE}"
 IMAGE_FLAGS_FROM = "/root/start.sh of paddlepaddle/paddle-tutorial:k8s_train"
 LABEL_WIDTH = 20
 
@@ -51,7 +55,7 @@ def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
                    f"--comment={COMMENT}",
                    f"--num_gradient_servers={training.gradient_servers}"]
         train = ["paddle", "train", f"--nics={training.nic}", f"--port={first}",
-                 f"--ports_num={len(dense)}", f"--comment={COMMENT}", f"--pservers={pservers}",
+                 f"--ports_num={len(dense)}", f"--comment={COMMENT}", PSERVERS_FLAG,
                  *image_trainer_flags(training), f"--trainer_id={trainer_id}",
                  f"--save_dir={training.output_dir}"]
         processes.append({"trainerId": trainer_id,
@@ -71,6 +75,7 @@ def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
         "outputDir": training.output_dir,
         "dataJobOutDir": data_out_dir,
         "waitsFor": training.data_ready.meaning,
+        "pservers": pservers,
         "deadlineSeconds": training.deadline_seconds,
         "imageFlagsFrom": IMAGE_FLAGS_FROM,
         "processes": processes,
@@ -104,15 +109,24 @@ def explanation_text(explanation: Explanation) -> str:
             *explanation.rows]
     lines += [f"  {label:<{LABEL_WIDTH}}{value}" for label, value in rows]
     lines += [f"  {note}" for note in explanation.notes]
+    if "pservers" in facts:
+        lines += ["", "every trainer's pserver list:",
+                  f"  {PSERVERS_VARIABLE}={shlex.quote(facts['pservers'])}"]
     for process in facts["processes"]:
         lines.append(f"\ntrainer {process['trainerId']}")
         if "pserver" in process:
-            lines.append(f"  {shlex.join(process['pserver']['argv'])} "
+            lines.append(f"  {shell_words(process['pserver']['argv'])} "
                          f"> {process['pserver']['log']} 2>&1 &")
         trainer = process["trainer"]
         tee = "" if trainer["log"] == "stdout" else f" 2>&1 | tee {trainer['log']}"
-        lines.append(f"  {shlex.join(trainer['argv'])}{tee}")
+        lines.append(f"  {shell_words(trainer['argv'])}{tee}")
     return "\n".join(lines) + "\n"
+
+
+def shell_words(argv: list[str]) -> str:
+    """argv as a shell command line, the pserver list left to the shell to expand."""
+    return " ".join(f'"{word}"' if word == PSERVERS_FLAG else shlex.quote(word)
+                    for word in argv)
 
 
 def span(ports: list[int]) -> str:

@@ -4,13 +4,19 @@ ruamel.yaml only *parses* here: this module builds plain dicts, lists and scalar
 event stream itself, without recursion. So no tag can construct an object, duplicate keys are
 caught, and nesting depth and node count (aliases expanded: "billion laughs") are bounded while
 reading, before any work grows with them. Each value's file:line:column is kept for messages.
+
+The events come from libyaml (ruamel.yaml.clib) where it reads the text as ruamel's own YAML 1.2
+parser does, which is about ten times faster; from ruamel's parser otherwise, and for every
+message about bad syntax, so positions and wording never depend on which one ran.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from typing import Any
 
 from paddlegen.compiler.problems import Position, Problem, SpecError, dotted
@@ -74,16 +80,28 @@ class Document:
         return found if found and found.file == self.filename else self.position(path)
 
 
-def load_text(raw: bytes, filename: str) -> Document:
-    """Parse one YAML document whose root is a mapping; raise SpecError on anything else."""
+def load_text(raw: bytes, filename: str, libyaml: bool = True) -> Document:
+    """Parse one YAML document whose root is a mapping; raise SpecError on anything else.
+    `libyaml=False` reads with ruamel's parser alone (the tests compare the two)."""
     start = Position(filename, 1, 1)
     if len(raw) > MAX_BYTES:
         fail(start, "yaml-size", f"file is {len(raw)} bytes; a spec may be at most {MAX_BYTES}")
     text = decode(raw, filename)
-    builder = _Builder(filename)
-    data = builder.read(text)
+    parser = libyaml_parser(text) if libyaml else None
+    if parser is not None:
+        try:
+            return _document(filename, text, libyaml_events(parser))
+        except (_LibyamlRefused, SpecError):
+            pass  # ruamel's parser reads it again, and every problem is worded as it finds it
+    return _document(filename, text, None)
+
+
+def _document(filename: str, text: str, events: Iterator[Any] | None) -> Document:
+    """The document read from `events`, or from ruamel's parser of `text` if None."""
+    builder = _Builder(filename, None if events else _ruamel_yaml())
+    data = builder.read(text, events)
     if not isinstance(data, dict):
-        fail(builder.values.get((), start), "yaml-root",
+        fail(builder.values.get((), Position(filename, 1, 1)), "yaml-root",
              f"the root must be a mapping, not {type_name(data)}")
     if builder.problems:
         raise SpecError(builder.problems)
@@ -118,12 +136,11 @@ class _Collection:
 class _Builder:
     """Turns the parser's events into plain data, collecting positions and problems."""
 
-    def __init__(self, filename: str) -> None:
-        from ruamel.yaml import YAML
-        from ruamel.yaml.resolver import VersionedResolver
-
-        self.yaml = YAML(typ="safe", pure=True)
-        self.yaml11 = VersionedResolver(version=(1, 1))  # what kubectl and kube-aws read
+    def __init__(self, filename: str, yaml: Any | None) -> None:
+        # ruamel's YAML for its parser, whose resolver follows the text's %YAML directive; None
+        # for libyaml's events, whose texts have none: YAML 1.2 then, with results kept.
+        self.yaml = yaml or _yaml12()
+        self.implicit_tag = _implicit_tag_12 if yaml is None else self.uncached_implicit_tag
         self.filename = filename
         self.values: dict[Path, Position] = {}
         self.keys: dict[Path, Position] = {}
@@ -132,9 +149,11 @@ class _Builder:
         self.anchors: dict[str, tuple[Any, int]] = {}  # value and its node count
         self.total = 0
 
-    def read(self, text: str) -> Any:
+    def read(self, text: str, events: Iterator[Any] | None) -> Any:
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+        if events is not None:
+            return self.events(events)
         try:
             return self.events(self.yaml.parse(io.StringIO(text)))
         except MarkedYAMLError as error:
@@ -260,7 +279,7 @@ class _Builder:
             value: Any = event.value  # a date-like string; the spec has no dates
         elif tag == f"{_TAG}str":
             value = event.value
-            if event.style is None and self.yaml11_bool(event.value):
+            if not event.style and yaml11_bool(event.value):
                 self.problem(event, path, "yaml-1.1-boolean",
                              f"{event.value!r} is a string here but a boolean to YAML 1.1 tools "
                              f"(kubectl, kube-aws): quote it, or write true/false for a boolean")
@@ -272,15 +291,13 @@ class _Builder:
         return value, 1
 
     def tag(self, event: Any, kind: str) -> str:
-        from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
-
         tag = event.tag
         if tag is None or str(tag) == "!":
-            node = {"str": ScalarNode, "map": MappingNode, "seq": SequenceNode}[kind]
-            resolved = self.yaml.resolver.resolve(node, getattr(event, "value", None),
-                                                  event.implicit)
-            return str(getattr(resolved, "value", resolved))
+            return self.implicit_tag(kind, getattr(event, "value", None), event.implicit)
         return str(tag)
+
+    def uncached_implicit_tag(self, kind: str, value: str | None, implicit: Any) -> str:
+        return _resolve(self.yaml.resolver, kind, value, implicit)
 
     def check_tag(self, event: Any, kind: str, path: Path) -> None:
         tag = self.tag(event, kind)
@@ -298,23 +315,101 @@ class _Builder:
                          f"a number of {len(event.value)} characters; no field takes more "
                          f"than {MAX_NUMBER_LENGTH}")
             return None
-        node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+        node = ScalarNode(tag, event.value, event.start_mark, event.end_mark,
+                          style=event.style or None)
+        constructor = self.yaml.constructor
         try:
-            return self.yaml.constructor.construct_object(node)
+            # its scalar constructor itself: construct_object would keep every node it reads
+            return constructor.yaml_constructors[tag](constructor, node)
         except (ValueError, LookupError, TypeError, ArithmeticError):
             self.problem(event, path, "yaml-scalar", f"{event.value!r} is not a valid !!{kind}")
             return None
-
-    def yaml11_bool(self, value: str) -> bool:
-        from ruamel.yaml.nodes import ScalarNode
-
-        return bool(self.yaml11.resolve(ScalarNode, value, (True, False)) == f"{_TAG}bool")
 
     def problem(self, event: Any, path: Path, rule: str, message: str) -> None:
         self.problems.append(Problem(self.where(event.start_mark), dotted(path), rule, message))
 
     def where(self, mark: Any) -> Position:
         return Position(self.filename, mark.line + 1, mark.column + 1)
+
+
+def _ruamel_yaml() -> Any:
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True)
+
+
+@cache
+def _yaml12() -> Any:
+    """The resolver and constructor for libyaml's events; it never parses, so it keeps no state
+    from one text to the next."""
+    return _ruamel_yaml()
+
+
+def _resolve(resolver: Any, kind: str, value: str | None, implicit: Any) -> str:
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    node = {"str": ScalarNode, "map": MappingNode, "seq": SequenceNode}[kind]
+    resolved = resolver.resolve(node, value, implicit)
+    return str(getattr(resolved, "value", resolved))
+
+
+@lru_cache(maxsize=4096)
+def _implicit_tag_12(kind: str, value: str | None, implicit: Any) -> str:
+    return _resolve(_yaml12().resolver, kind, value, implicit)
+
+
+@lru_cache(maxsize=4096)
+def yaml11_bool(value: str) -> bool:
+    """Whether YAML 1.1 tools (kubectl, kube-aws) read this plain scalar as a boolean."""
+    from ruamel.yaml.resolver import VersionedResolver
+
+    return _resolve(VersionedResolver(version=(1, 1)), "str", value, (True, False)) == \
+        f"{_TAG}bool"
+
+
+# What libyaml (YAML 1.1) may read otherwise than ruamel's YAML 1.2 parser: tabs, anchor and
+# alias names (1.2 allows more characters in them), block scalars (`|#` is a comment to
+# libyaml), %YAML directives; outside ASCII, NEL and the Unicode line and paragraph separators
+# (line breaks to libyaml), byte order marks, other non-printable and non-BMP characters.
+# Texts with any of these go to ruamel.
+_LIBYAML_DIFFERS = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f&*>|\x7f]|^%", re.MULTILINE)
+
+
+def libyaml_reads_as_ruamel(text: str) -> bool:
+    if _LIBYAML_DIFFERS.search(text):
+        return False
+    return text.isascii() or all(c.isprintable() and c not in "\ufeff" and c < "\U00010000"
+                                 for c in set(text) if not c.isascii())
+
+
+class _LibyamlRefused(Exception):
+    """Read the text again with ruamel's parser: libyaml found a syntax error, or an empty value
+    (the two place those differently)."""
+
+
+def libyaml_parser(text: str) -> Any | None:
+    """libyaml's parser of `text`, or None where ruamel's must read it (libyaml not installed,
+    or text it reads otherwise)."""
+    if not libyaml_reads_as_ruamel(text):
+        return None
+    try:
+        from _ruamel_yaml import CParser
+    except ImportError:
+        return None
+    return CParser(text)
+
+
+def libyaml_events(parser: Any) -> Iterator[Any]:
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if getattr(event, "value", None) == "" and not event.style:
+                raise _LibyamlRefused
+            yield event
+    except YAMLError:
+        raise _LibyamlRefused from None
 
 
 def fail(position: Position, rule: str, message: str) -> Any:

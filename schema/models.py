@@ -39,6 +39,7 @@ class SpecModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         regex_engine="python-re",  # the grammars use look-aheads
+        defer_build=True,  # built when first used: only the chosen profile's models
     )
 
 
@@ -185,9 +186,10 @@ class SpecBase(SpecModel):
         str | None, text(p.KUBE_VERSION, "Kubernetes minor release the objects are for and "
                          "checked against; derived where the profile deploys the cluster.")
     ] = None
-    scheduling: Scheduling = Field(default=Scheduling(), description=(
+    # The defaults as constructed, not validated: importing the models builds no validator.
+    scheduling: Scheduling = Field(default=Scheduling.model_construct(), description=(
         "Node selector, tolerations and priority class of every pod."))
-    security: Security = Field(default=Security(), description=(
+    security: Security = Field(default=Security.model_construct(), description=(
         "User and filesystem settings of every container."))
 
 

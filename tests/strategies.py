@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import string
 from typing import Any
 
 from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
-from ruamel.yaml import YAML
+
+from paddlegen.compiler.render import to_yaml
 
 REGIONS = ["us-west-2", "us-east-1", "eu-west-1", "ap-southeast-2", "sa-east-1"]
 IMAGES = ["paddlepaddle/paddle-tutorial:k8s_train", "registry.example.com:5000/team/paddle:v1.2",
@@ -23,9 +23,9 @@ settings.load_profile("paddlegen")
 
 
 def dump(data: dict[str, Any]) -> bytes:
-    stream = io.StringIO()
-    YAML(typ="safe", pure=True).dump(data, stream)
-    return stream.getvalue().encode()
+    # YAML 1.1 booleans (a label "n" or "on") quoted, as the loader wants them. A plain ruamel
+    # safe dumper quoted them only after render's ruamel set-up had patched its representer.
+    return to_yaml(data).encode()
 
 
 @st.composite

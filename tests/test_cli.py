@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from paddlegen.compiler.build import build
+from paddlegen.compiler.writer import write_tree
+
 from conftest import GOLDEN_SPECS, ROOT, run_cli
 
 ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<path>[\w.\[\]]+): .+$")
@@ -226,3 +229,39 @@ def test_check_alone_finds_every_spec_with_an_out_tree(kube_aws_spec: Path,
     (tmp_path / "team" / "out" / "RUNBOOK.md").write_text("edited by hand\n")
     drifted = run_cli("check", cwd=tmp_path)
     assert drifted.returncode == 1 and "RUNBOOK.md" in drifted.stdout
+
+
+def test_check_of_many_trees_reports_in_spec_order_whatever_the_workers(
+        kube_aws_spec: Path, tmp_path: Path) -> None:
+    # enough specs for worker processes (compiler/batch.py), each tree in its own directory
+    text = kube_aws_spec.read_text()
+    specs = []
+    for index in range(40):
+        spec = tmp_path / f"team{index:02d}" / "spec.yaml"
+        spec.parent.mkdir()
+        spec.write_text(text.replace("name: paddle-cluster-job", f"name: job-{index}"))
+        write_tree(spec.parent / "out", build(spec.read_bytes(), str(spec)).artifacts,
+                   force=False)
+        specs.append(spec)
+    for index in (7, 31):
+        (specs[index].parent / "out" / "RUNBOOK.md").write_text("edited by hand\n")
+    specs[20].write_text(text.replace("nodes: 3", "nodes: three"))
+    result = run_cli("check", cwd=tmp_path)
+    assert result.returncode == 2  # an invalid spec outweighs drift
+    assert re.findall(r"team(\d\d)/out is not what", result.stderr) == ["07", "31"]
+    assert re.findall(r"^(team\d\d)/spec.yaml:\d+:\d+: training.nodes", result.stderr,
+                      re.M) == ["team20"]
+    assert result.stdout.count("--- ") == 2  # a diff per drifted tree
+
+
+def test_workers_give_each_spec_the_outcome_it_has_alone(
+        kube_aws_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from paddlegen.compiler import batch
+    from paddlegen.compiler.batch import SPECS_PER_WORKER, outcome, outcomes
+
+    monkeypatch.setattr(batch, "usable_cpus", lambda: 3)  # workers even on one core
+    text = kube_aws_spec.read_text()
+    specs = [(f"spec{index}.yaml", text.replace("nodes: 3", f"nodes: {index}").encode())
+             for index in range(1, 4 * SPECS_PER_WORKER)]  # nodes: 1 fails a rule
+    assert list(outcomes(specs, None, False)) == [outcome(name, raw, None, False)
+                                                   for name, raw in specs]

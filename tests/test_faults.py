@@ -274,6 +274,40 @@ def test_ctrl_c_at_any_moment_exits_130_without_a_traceback() -> None:
     assert set(codes) <= {130, -signal.SIGINT, 0} and 130 in codes
 
 
+@pytest.mark.parametrize("to", ["the process group", "paddlegen alone"])
+def test_ctrl_c_during_a_check_on_every_core_leaves_no_worker_behind(tmp_path: Path,
+                                                                        to: str) -> None:
+    text = KUBE_AWS.read_text()
+    for index in range(150):  # enough for worker processes (compiler/batch.py)
+        spec = tmp_path / f"team{index:02d}" / "spec.yaml"
+        spec.parent.mkdir()
+        spec.write_text(text.replace("name: paddle-cluster-job", f"name: job-{index}"))
+        writer.write_tree(spec.parent / "out", build(spec.read_bytes(), str(spec)).artifacts,
+                          force=False)
+    child = subprocess.Popen([sys.executable, "-m", "paddlegen.compiler", "check"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not (workers := children_of(child.pid)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if to == "the process group":
+        os.killpg(child.pid, signal.SIGINT)
+    else:
+        child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert workers, "no worker process was started"
+    assert (child.returncode, err) == (130, "paddlegen: interrupted\n")
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+
+
+def children_of(pid: int) -> list[int]:
+    found = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in found.read_text().split()] if found.exists() else []
+
+
 def unprivileged(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """paddlegen run by a user whom permissions bind (root reads everything): as nobody, when
     this runs as root."""

@@ -4,20 +4,27 @@ strict mode, and the check can fail."""
 from __future__ import annotations
 
 import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from paddlegen.compiler import kube_schema
 from paddlegen.compiler.build import Manifest, ManifestError, build, check_manifests
 from paddlegen.compiler.kube_schema import (
     INIT_CONTAINERS_ANNOTATION,
+    SchemaSource,
     UnsupportedVersion,
     Violation,
+    fast_valid,
     source,
+    sources,
     supported_versions,
     violations,
 )
-from paddlegen.compiler.render import to_yaml
 
 from conftest import GOLDEN_SPECS
 
@@ -119,7 +126,7 @@ def test_build_fails_with_problems_positioned_in_the_generated_file() -> None:
     manifest = BUILDS["kube-aws"].manifests[0]
     obj = copy.deepcopy(manifest.obj)
     obj["spec"]["bogus"] = 1
-    broken = Manifest(manifest.path, obj, to_yaml(obj))
+    broken = Manifest(manifest.path, obj)
     with pytest.raises(ManifestError) as raised:
         check_manifests((broken,), "1.5")
     [problem] = raised.value.problems
@@ -136,4 +143,87 @@ def test_unknown_kubernetes_release_is_refused() -> None:
 
 def test_vendored_and_bundled_releases_are_supported() -> None:
     assert supported_versions()[:2] == ["1.5", "1.8"]
-    assert "1.35" in supported_versions()
+    assert {"1.33", "1.34", "1.35"} <= set(supported_versions())
+
+
+# --- the boolean validator on the success path, the vendored current releases -----------------
+
+
+SUCCESS_PATH = """
+import json, sys
+from pathlib import Path
+from paddlegen.compiler.build import build
+from paddlegen.compiler.kube_schema import violations
+for spec in sorted(Path(sys.argv[1]).glob("*/spec.yaml")):
+    for manifest in build(spec.read_bytes(), str(spec)).manifests:  # checks every object
+        for release in ("1.33", "1.34", "1.35"):
+            assert violations(manifest.obj, release) == [], (spec, release)
+print(json.dumps(sorted(name for name in ("jsonschema", "referencing") if name in sys.modules)))
+invalid = {"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": "3"}}
+assert violations(invalid, "1.35")
+print(json.dumps("jsonschema" in sys.modules))
+"""
+
+
+def test_the_success_path_never_imports_jsonschema() -> None:
+    from conftest import GOLDEN
+
+    run = subprocess.run([sys.executable, "-c", SUCCESS_PATH, str(GOLDEN)], capture_output=True,
+                         text=True, timeout=120, check=True)
+    imported_while_valid, imported_once_invalid = map(json.loads, run.stdout.splitlines())
+    assert imported_while_valid == []
+    assert imported_once_invalid  # so the check above can see an import
+
+
+def test_current_releases_use_their_vendored_files_then_kubernetes_validate() -> None:
+    vendored, bundled = sources("1.35")
+    assert str(vendored.directory).endswith("kubernetes/v1.35") and not vendored.shared_definitions
+    assert bundled.shared_definitions
+    assert vendored.origin == bundled.origin == "the Kubernetes 1.35 API (kubernetes-validate)"
+    # A kind not vendored: kubernetes-validate's file, through jsonschema.
+    deployment: dict[str, Any] = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "x"}},
+                 "template": {"metadata": {"labels": {"app": "x"}},
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    assert violations(deployment, "1.35") == []
+    deployment["spec"]["replica"] = 2
+    [problem] = violations(deployment, "1.35")
+    assert problem.path == ("spec",) and "'replica' was unexpected" in problem.message
+
+
+def test_a_kind_the_boolean_validator_cannot_decide_goes_through_jsonschema(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                             "replicas": {"type": "integer", "minimum": 1}}}
+    (tmp_path / "gadget-example-v1.json").write_text(json.dumps(schema))
+    monkeypatch.setattr(kube_schema, "EXTRA_SOURCES", (SchemaSource(tmp_path, "a test"),))
+    gadget = {"apiVersion": "example.com/v1", "kind": "Gadget", "replicas": 2}
+    assert not fast_valid(gadget, "1.35")  # minimum: not implemented, so never "valid"
+    assert violations(gadget, "1.35") == []
+    assert violations({**gadget, "replicas": 0}, "1.35") == [
+        Violation(("replicas",), "0 is less than the minimum of 1")]
+
+
+@pytest.mark.parametrize(("golden", "release"), [("kube-aws-v0.9.9", "1.8"), ("local", "1.35")])
+def test_format_is_no_assertion(golden: str, release: str) -> None:
+    obj = job(golden)
+    obj["metadata"]["creationTimestamp"] = "yesterday"
+    assert fast_valid(obj, release)
+    assert violations(obj, release) == []
+
+
+def test_a_spec_that_is_no_object_is_a_violation() -> None:
+    # It used to raise AttributeError, looking for the init-containers annotation in it.
+    obj = job("kube-aws")
+    obj["spec"] = "parallel"
+    assert violations(obj, "1.5") == [Violation(("spec",), "'parallel' is not of type 'object'")]
+
+
+@pytest.mark.parametrize(("api_version", "kind"), [
+    ({"a": "dict"}, "Job"), ("batch/v1", "x" * 300), ("../../etc/v1", "Job"),
+    ("batch/v1", "job/../../Pod"), (None, None)])
+def test_what_names_no_kind_is_a_clean_violation(api_version: Any, kind: Any) -> None:
+    [problem] = violations({"apiVersion": api_version, "kind": kind}, "1.35")
+    assert problem.path == () and "serves no" in problem.message

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paddlegen.compiler.loader import load_text
 from paddlegen.compiler.problems import SpecError
+
+from conftest import GOLDEN_SPECS
 
 
 def problems(raw: bytes) -> list[str]:
@@ -69,3 +73,34 @@ def test_alias_bomb_is_refused() -> None:
 def test_broken_input_gets_one_positioned_line(raw: bytes, expected: str) -> None:
     [line] = problems(raw)
     assert line.startswith(expected)
+
+
+# Pieces that stress the parsers where libyaml and ruamel might differ.
+YAML_PIECES = ["\t", " ", "\n", ":", ": ", " #", "#", "-", "- ", "?", ",", "[", "]", "{", "}",
+               "'", '"', "\\", "|", ">", "&a", "*a", "!", "!!str ", "%", "@", "`", "---",
+               "...", "\x85", "\u2028", "\u00e9", "\u263a", "\U0001f600", "0x1F", "1e3", "~",
+               "yes", "\r\n", "\ufeff"]
+
+
+@st.composite
+def edited_specs(draw: st.DrawFn) -> bytes:
+    text = draw(st.sampled_from(GOLDEN_SPECS)).read_text()
+    for _ in range(draw(st.integers(1, 5))):
+        at = draw(st.integers(0, len(text)))
+        piece = draw(st.one_of(st.sampled_from(YAML_PIECES), st.text(max_size=4)))
+        text = text[:at] + piece + text[at + draw(st.integers(0, 3)):]
+    return text.encode("utf-8", "surrogatepass")
+
+
+def outcome(raw: bytes, libyaml: bool) -> object:
+    try:
+        document = load_text(raw, "spec.yaml", libyaml=libyaml)
+    except SpecError as error:
+        return [str(p) for p in error.problems]
+    return document.data, document.values, document.keys, document.texts
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(edited_specs(), st.text(max_size=60).map(str.encode)))
+def test_libyaml_and_ruamel_read_every_text_alike(raw: bytes) -> None:
+    assert outcome(raw, libyaml=True) == outcome(raw, libyaml=False)

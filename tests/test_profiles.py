@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,16 @@ def test_every_profile_and_release_has_a_golden_example() -> None:
         "kube-aws", "kube-aws-v0.9.9", "kube-up", "local"]
     assert {build(p.read_bytes(), "spec.yaml").profile.name for p in GOLDEN_SPECS} == set(
         PROFILES)
+
+
+def test_the_registry_names_each_profile_and_imports_only_the_one_used() -> None:
+    assert [PROFILES[name].name for name in PROFILES] == list(PROFILES)
+    code = ("import sys; from paddlegen.compiler.build import build; "
+            f"build(open({str(GOLDEN / 'local' / 'spec.yaml')!r}, 'rb').read(), 'spec.yaml'); "
+            "print(sorted(m for m in sys.modules if m.startswith('paddlegen.profiles.')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout == "['paddlegen.profiles.local']\n"
 
 
 def test_local_is_one_paddle_train_with_the_seed_flags_and_no_aws() -> None:
@@ -169,6 +180,8 @@ def test_explain_lists_the_pserver_ports_and_trainer_ids(kube_aws_spec: Path) ->
     assert first["pserver"]["argv"][:2] == ["paddle", "pserver"]
     assert "--num_gradient_servers=3" in first["pserver"]["argv"]
     assert "--trainer_id=0" in first["trainer"]["argv"]
+    assert "--pservers=$PSERVERS" in first["trainer"]["argv"]
+    assert facts["pservers"] == "<IP of trainer 0>,<IP of trainer 1>,<IP of trainer 2>"
     assert "--save_dir=/home/jobpath/paddle-cluster-job/output" in first["trainer"]["argv"]
     assert first["trainer"]["log"] == "/home/jobpath/paddle-cluster-job/output/node_0/train.log"
     assert first["pserver"]["log"].endswith("/output/node_0/server.log")
@@ -177,6 +190,23 @@ def test_explain_lists_the_pserver_ports_and_trainer_ids(kube_aws_spec: Path) ->
     assert "7164-7167" in text
     assert [int(n) for n in re.findall(r"^trainer (\d+)$", text, re.M)] == [0, 1, 2]
     assert "paddle train" in text and "paddle pserver" in text
+
+
+def test_explain_grows_linearly_with_the_nodes(tmp_path: Path) -> None:
+    golden = (GOLDEN / "kube-aws-v0.9.9" / "spec.yaml").read_text()
+
+    def explained(nodes: int) -> str:
+        spec = tmp_path / f"{nodes}.yaml"
+        spec.write_text(golden.replace("  nodes: 3\n", f"  nodes: {nodes}\n")
+                        .replace("  workerCount: 3\n", f"  workerCount: {nodes}\n"))
+        result = run_cli("explain", spec)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    small, large = explained(100), explained(1000)
+    assert large.count("\ntrainer ") == 1000
+    assert len(large) < 11 * len(small)  # the pserver list is printed once, not per trainer
+    assert large.count("<IP of trainer 999>") == 1
 
 
 def test_explain_local_shows_the_single_trainer() -> None:

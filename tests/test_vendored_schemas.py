@@ -1,11 +1,17 @@
-"""The vendored strict schemas of Kubernetes 1.5 and 1.8 (schema/kubernetes/), read with
-jsonschema alone: what each release accepts and refuses, and that every file stands alone."""
+"""The vendored strict schemas of Kubernetes (schema/kubernetes/): the old releases 1.5 and 1.8
+and the current releases vendor.py lists, read with jsonschema alone: what each release accepts
+and refuses, and that every file stands alone."""
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
+import sys
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -14,14 +20,23 @@ from jsonschema import Draft202012Validator, ValidationError
 from conftest import ROOT
 
 VENDORED = ROOT / "schema" / "kubernetes"
-RELEASES = ("v1.5", "v1.8")
+OLD_RELEASES = ("v1.5", "v1.8")
+# Every other directory is a current release, written by vendor.py from kubernetes-validate.
+CURRENT_RELEASES = tuple(sorted(
+    (path.name for path in VENDORED.glob("v1.*") if path.name not in OLD_RELEASES),
+    key=lambda name: int(name.rpartition(".")[2])))
+RELEASES = (*OLD_RELEASES, *CURRENT_RELEASES)
+NEWER_THAN_15 = RELEASES[1:]
 CORE_FILES = {"namespace-v1.json", "serviceaccount-v1.json", "configmap-v1.json",
               "service-v1.json", "persistentvolume-v1.json", "persistentvolumeclaim-v1.json",
               "job-batch-v1.json", "container-v1.json", "pod-v1.json"}
-FILES = {"v1.5": CORE_FILES,
-         "v1.8": CORE_FILES | {"role-rbac-v1.json", "rolebinding-rbac-v1.json",
-                               "networkpolicy-networking-v1.json"}}
+FILES_18 = CORE_FILES | {"role-rbac-v1.json", "rolebinding-rbac-v1.json",
+                         "networkpolicy-networking-v1.json"}
+FILES = {"v1.5": CORE_FILES, "v1.8": FILES_18,
+         **{release: FILES_18 | {"storageclass-storage-v1.json"}
+            for release in CURRENT_RELEASES}}
 ALL_FILES = [(release, name) for release in RELEASES for name in sorted(FILES[release])]
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
 JOB: dict[str, Any] = {
     "apiVersion": "batch/v1",
@@ -81,6 +96,19 @@ SERVICE_ACCOUNT: dict[str, Any] = {"apiVersion": "v1", "kind": "ServiceAccount",
 CONTAINER: dict[str, Any] = {"name": "init", "image": "busybox",
                              "command": ["sh", "-c", "true"],
                              "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}}
+POD: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                       "spec": {"restartPolicy": "Never", "containers": [CONTAINER]}}
+STORAGE_CLASS: dict[str, Any] = {
+    "apiVersion": "storage.k8s.io/v1",
+    "kind": "StorageClass",
+    "metadata": {"name": "efs-sc"},
+    "provisioner": "efs.csi.aws.com",
+    "parameters": {"provisioningMode": "efs-ap", "fileSystemId": "fs-1234",
+                   "directoryPerms": "700"},
+    "reclaimPolicy": "Retain",
+    "volumeBindingMode": "Immediate",
+    "mountOptions": ["tls"],
+}
 
 
 @cache
@@ -97,6 +125,22 @@ def validator(release: str, file_name: str) -> Draft202012Validator:
 
 def errors(release: str, file_name: str, obj: Any) -> list[ValidationError]:
     return list(validator(release, file_name).iter_errors(obj))
+
+
+def definitions_member(release: str) -> str:
+    """Where a file keeps its definitions: as in its source."""
+    return "definitions" if release in OLD_RELEASES else "$defs"
+
+
+@cache
+def vendor_script() -> ModuleType:
+    """schema/kubernetes/vendor.py, which is no module of the package."""
+    spec = importlib.util.spec_from_file_location("paddlegen_vendor", VENDORED / "vendor.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def _copy_at(obj: dict[str, Any], path: str) -> tuple[dict[str, Any], Any, str]:
@@ -138,6 +182,16 @@ def refs(node: Any) -> set[str]:
 # --- every file stands alone ----------------------------------------------------------------
 
 
+def test_the_profiles_default_releases_are_vendored() -> None:
+    assert {"v1.33", "v1.34", "v1.35"} <= set(CURRENT_RELEASES)
+
+
+def test_vendor_script_writes_exactly_the_current_release_directories() -> None:
+    # Adding a release is one line in vendor.py; paddlegen and these tests find its directory.
+    listed = vendor_script().CURRENT_RELEASES
+    assert tuple(f"v{release}" for release in listed) == CURRENT_RELEASES
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_each_release_has_exactly_its_kinds(release: str) -> None:
     assert {p.name for p in (VENDORED / release).glob("*.json")} == FILES[release]
@@ -148,20 +202,27 @@ def test_file_is_a_compact_standalone_schema(release: str, file_name: str) -> No
     text = (VENDORED / release / file_name).read_text(encoding="utf-8")
     schema = json.loads(text)
     Draft202012Validator.check_schema(schema)
-    assert set(schema) == {"$ref", "definitions"}
+    member = definitions_member(release)
+    prefix = f"#/{member}/"
+    if release in OLD_RELEASES:
+        assert set(schema) == {"$ref", "definitions"}
+    else:  # kubernetes-validate's file of the kind, with its own definitions and no $id
+        assert schema["$schema"] == DRAFT_2020_12
+        assert "$id" not in schema and "definitions" not in schema
     assert text == json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n"
 
-    definitions = schema["definitions"]
+    definitions = schema[member]
     every_ref = refs(schema)
-    assert all(ref.startswith("#/definitions/") for ref in every_ref)
-    assert {ref.removeprefix("#/definitions/") for ref in every_ref} <= set(definitions)
+    assert all(ref.startswith(prefix) for ref in every_ref)
+    assert {ref.removeprefix(prefix) for ref in every_ref} <= set(definitions)
 
-    reached, pending = set(), [schema["$ref"].removeprefix("#/definitions/")]
+    root = {keyword: value for keyword, value in schema.items() if keyword != member}
+    reached, pending = set(), [r.removeprefix(prefix) for r in refs(root)]
     while pending:
         name = pending.pop()
         if name not in reached:
             reached.add(name)
-            pending += [r.removeprefix("#/definitions/") for r in refs(definitions[name])]
+            pending += [r.removeprefix(prefix) for r in refs(definitions[name])]
     assert reached == set(definitions), "definitions unreachable from the root"
 
 
@@ -177,14 +238,62 @@ def test_root_keeps_the_source_definition_name(release: str, file_name: str, roo
     assert schema_of(release, file_name)["$ref"] == f"#/definitions/{root}"
 
 
+@pytest.mark.parametrize("release", CURRENT_RELEASES)
+@pytest.mark.parametrize(("file_name", "group", "kind"), [
+    ("job-batch-v1.json", "batch", "Job"),
+    ("pod-v1.json", "", "Pod"),
+    ("rolebinding-rbac-v1.json", "rbac.authorization.k8s.io", "RoleBinding"),
+    ("networkpolicy-networking-v1.json", "networking.k8s.io", "NetworkPolicy"),
+    ("storageclass-storage-v1.json", "storage.k8s.io", "StorageClass"),
+])
+def test_current_root_is_the_kind(release: str, file_name: str, group: str, kind: str) -> None:
+    schema = schema_of(release, file_name)
+    assert schema["x-kubernetes-group-version-kind"] == [
+        {"group": group, "kind": kind, "version": "v1"}]
+    api_version = f"{group}/v1" if group else "v1"
+    assert schema["properties"]["apiVersion"]["enum"] == [api_version]
+    assert schema["properties"]["kind"]["enum"] == [kind]
+
+
 @pytest.mark.parametrize(("release", "file_name"), ALL_FILES)
 def test_every_object_definition_is_strict(release: str, file_name: str) -> None:
-    for name, definition in schema_of(release, file_name)["definitions"].items():
+    schema = schema_of(release, file_name)
+    root = {"(root)": schema} if release in CURRENT_RELEASES else {}
+    for name, definition in {**root, **schema[definitions_member(release)]}.items():
         if "properties" in definition:
             assert definition["additionalProperties"] is False, name
 
 
-# --- what both releases accept --------------------------------------------------------------
+def installed_kubernetes_validate() -> tuple[str, Path] | None:
+    """The installed kubernetes-validate's version and schema directory, if any."""
+    package = importlib.util.find_spec("kubernetes_validate")
+    if package is None or not package.submodule_search_locations:
+        return None
+    try:
+        installed = version("kubernetes-validate")
+    except PackageNotFoundError:
+        return None
+    return installed, Path(package.submodule_search_locations[0]) / "kubernetes-json-schema"
+
+
+@pytest.mark.parametrize("release", CURRENT_RELEASES)
+def test_current_files_are_what_vendor_py_makes_of_kubernetes_validate(release: str) -> None:
+    """The files regenerated from the installed kubernetes-validate, if it is the pinned one
+    (the wheel holds the same files: checked when this was vendored)."""
+    vendor = vendor_script()
+    found = installed_kubernetes_validate()
+    pinned = vendor.VALIDATE_WHEEL.requirement.partition("==")[2]
+    if found is None or found[0] != pinned:
+        pytest.skip(f"kubernetes-validate {pinned} is not installed")
+    directory = found[1] / f"{release}.0-local-strict"
+    names = {"_definitions.json"} | {kind.file_name for kind in vendor.KINDS_CURRENT}
+    sources = {name: json.loads((directory / name).read_bytes()) for name in names}
+    rendered = vendor.render_current(sources)
+    assert rendered == {name: (VENDORED / release / name).read_text(encoding="utf-8")
+                        for name in FILES[release]}
+
+
+# --- what every release accepts -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -202,8 +311,10 @@ def test_the_paddle_job_is_valid(release: str) -> None:
     ("configmap-v1.json", {"apiVersion": "v1", "kind": "ConfigMap",
                            "metadata": {"name": "c"}, "data": {"k": "v"}}),
     ("container-v1.json", CONTAINER),
+    ("pod-v1.json", POD),
 ], ids=lambda value: value if isinstance(value, str) else "")
-def test_valid_object_in_both(release: str, file_name: str, obj: dict[str, Any]) -> None:
+def test_valid_object_in_every_release(release: str, file_name: str,
+                                       obj: dict[str, Any]) -> None:
     assert errors(release, file_name, obj) == []
 
 
@@ -220,7 +331,7 @@ def test_scalar_types_accept(release: str, file_name: str, obj: dict[str, Any], 
     assert errors(release, file_name, changed(obj, path, value)) == []
 
 
-# --- what both releases refuse --------------------------------------------------------------
+# --- what every release refuses -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -300,6 +411,7 @@ def test_field_refused_by_15_and_accepted_by_18(file_name: str, obj: dict[str, A
     assert errors("v1.8", file_name, newer) == []
 
 
+@pytest.mark.parametrize("release", NEWER_THAN_15)
 @pytest.mark.parametrize(("file_name", "obj"), [
     ("role-rbac-v1.json", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -317,34 +429,64 @@ def test_field_refused_by_15_and_accepted_by_18(file_name: str, obj: dict[str, A
                  "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "x"}}}],
                               "ports": [{"protocol": "TCP", "port": 7164}]}]}}),
 ], ids=["role", "rolebinding", "networkpolicy"])
-def test_18_only_kinds_are_usable(file_name: str, obj: dict[str, Any]) -> None:
-    assert errors("v1.8", file_name, obj) == []
-    assert errors("v1.8", file_name, {**obj, "status": {}}) != []
+def test_kinds_since_18_are_usable(release: str, file_name: str, obj: dict[str, Any]) -> None:
+    assert errors(release, file_name, obj) == []
+    assert errors(release, file_name, {**obj, "status": {}}) != []
+
+
+@pytest.mark.parametrize("release", CURRENT_RELEASES)
+def test_storage_class_in_current_releases(release: str) -> None:
+    assert errors(release, "storageclass-storage-v1.json", STORAGE_CLASS) == []
+    [missing] = errors(release, "storageclass-storage-v1.json",
+                       removed(STORAGE_CLASS, "provisioner"))
+    assert missing.validator == "required"
+    [wrong] = errors(release, "storageclass-storage-v1.json",
+                     changed(STORAGE_CLASS, "parameters.directoryPerms", 700))
+    assert list(wrong.absolute_path) == ["parameters", "directoryPerms"]
+    [unknown] = errors(release, "storageclass-storage-v1.json",
+                       changed(STORAGE_CLASS, "allowedTopology", []))
+    assert unknown.validator == "additionalProperties"
+
+
+@pytest.mark.parametrize("release", CURRENT_RELEASES)
+def test_current_roots_take_null_for_their_own_fields(release: str) -> None:
+    # As kubernetes-validate ships them: a kind's own file makes every field of its root
+    # nullable; the definitions it refers to keep required fields non-null.
+    assert errors(release, "container-v1.json", changed(CONTAINER, "name", None)) == []
+    assert errors(release, "pod-v1.json", changed(POD, "spec.containers.0.name", None)) != []
+    assert errors(release, "job-batch-v1.json", changed(JOB, "kind", None)) != []  # enum
 
 
 # --- where the sources differ on purpose or by accident ---------------------------------------
 
 
-def test_15_requires_service_ports_and_18_does_not() -> None:
+def test_15_requires_service_ports_and_later_releases_do_not() -> None:
     # The 1.5 spec marks ServiceSpec.ports required (kubernetes 1.0.2's setter refuses None),
     # though the 1.5 API server accepts a headless Service without ports.
     portless = removed(SERVICE, "spec.ports")
     [error] = errors("v1.5", "service-v1.json", portless)
     assert error.validator == "required"
-    assert errors("v1.8", "service-v1.json", portless) == []
+    for release in NEWER_THAN_15:
+        assert errors(release, "service-v1.json", portless) == []
 
 
 def test_fractional_quantity_number() -> None:
     # 1.5 (generated here) takes any JSON number as the API server does; kubernetes-validate's
-    # 1.8 schema, vendored as shipped, takes integers only.
+    # 1.8 schema, vendored as shipped, takes integers only; its current schemas any number.
     half_cpu = changed(CONTAINER, "resources.limits.cpu", 0.5)
     assert errors("v1.5", "container-v1.json", half_cpu) == []
     assert errors("v1.8", "container-v1.json", half_cpu) != []
+    for release in CURRENT_RELEASES:
+        assert errors(release, "container-v1.json", half_cpu) == []
 
 
-def test_origin_names_both_archives_and_their_digests() -> None:
+def test_origin_names_every_archive_and_its_digest() -> None:
     origin = (VENDORED / "ORIGIN.md").read_text(encoding="utf-8")
+    vendor = vendor_script()
     for text in ("kubernetes-validate-1.11.0.2.tar.gz", "kubernetes-1.0.2-py2.py3-none-any.whl",
+                 "kubernetes_validate-1.37.0-py3-none-any.whl",
+                 vendor.VALIDATE_SDIST.sha256, vendor.CLIENT_WHEEL.sha256,
+                 vendor.VALIDATE_WHEEL.sha256,
                  "bfbf505f281ea67a1431cb4d1ea7a257d93047aa3f6c2425a025ffe034695d6a",
                  "99c5925b8a077aa4cdaf38af24b8d3069ab06f4b51a99202ebd1c82f4e42e6e8"):
         assert text in origin

@@ -1,14 +1,16 @@
-"""Regenerate the vendored strict schemas of Kubernetes 1.8 and 1.5 (a maintainer tool).
+"""Regenerate the vendored strict schemas of Kubernetes (a maintainer tool): 1.5 and 1.8, which
+kubernetes-validate no longer bundles, and the current releases in CURRENT_RELEASES.
 
 Run by hand from the repository root, never at build time:
 
     python schema/kubernetes/vendor.py
     python schema/kubernetes/vendor.py --validate-sdist kubernetes-validate-1.11.0.2.tar.gz \
-        --client-wheel kubernetes-1.0.2-py2.py3-none-any.whl
+        --client-wheel kubernetes-1.0.2-py2.py3-none-any.whl \
+        --validate-wheel kubernetes_validate-1.37.0-py3-none-any.whl
 
-Without archive paths it fetches both with `pip download`. Either way each archive must match
-the sha256 pinned below (and recorded in ORIGIN.md). The *.json files of v1.8/ and v1.5/ beside
-this script are replaced; ORIGIN.md says where they come from and what was done to them.
+Without archive paths it fetches them with `pip download`. Either way each archive must match
+the sha256 pinned below (and recorded in ORIGIN.md). The *.json files of each release's directory
+beside this script are replaced; ORIGIN.md says where they come from and what was done to them.
 """
 
 from __future__ import annotations
@@ -55,8 +57,27 @@ CLIENT_WHEEL = Archive(
     "99c5925b8a077aa4cdaf38af24b8d3069ab06f4b51a99202ebd1c82f4e42e6e8",
     ("--only-binary", ":all:"))
 
+# The current releases' strict schemas, as the wheel installs them.
+VALIDATE_WHEEL = Archive(
+    "kubernetes-validate==1.37.0",
+    "85136d018a27b50ec7fc049d902bfa5193f5976807e6c0f408e3ab6fe078cad9",
+    ("--only-binary", ":all:"))
+
+# The current releases vendored from VALIDATE_WHEEL, one a line: the profiles' default releases.
+# paddlegen finds each directory written here; other releases use kubernetes-validate's files.
+CURRENT_RELEASES = (
+    "1.33",
+    "1.34",
+    "1.35",
+)
+
 VALIDATE_DIRECTORY = "v1.8.4-local-strict"
 CLIENT_MODELS = "kubernetes/client/models/"
+WHEEL_SCHEMAS = "kubernetes_validate/kubernetes-json-schema/v{release}.0-local-strict/"
+# How kubernetes-validate's per-kind files refer into its shared _definitions.json (whose own
+# refs are "#/$defs/<name>").
+SHARED_PREFIX = "/api/_definitions.json#/$defs/"
+DEFS_PREFIX = "#/$defs/"
 
 
 @dataclass(frozen=True)
@@ -96,6 +117,10 @@ KINDS_18 = (
     Kind("RoleBinding", "rbac.authorization.k8s.io", "v1"),
     Kind("NetworkPolicy", "networking.k8s.io", "v1"),
 )
+KINDS_CURRENT = (
+    *KINDS_18,
+    Kind("StorageClass", "storage.k8s.io", "v1"),
+)
 
 
 # --- archives -----------------------------------------------------------------------------
@@ -121,25 +146,30 @@ def verify(path: Path, archive: Archive) -> None:
 # --- shared: trimming to what a root reaches -------------------------------------------------
 
 
-def refs(node: Any) -> Iterator[str]:
+def refs(node: Any, prefix: str = REF_PREFIX) -> Iterator[str]:
     """The definition names referred to anywhere in a schema fragment."""
     if isinstance(node, dict):
         ref = node.get("$ref")
         # A property may be *named* "$ref" (apiextensions' JSONSchemaProps): its value is a dict.
         if isinstance(ref, str):
-            if not ref.startswith(REF_PREFIX):
+            if not ref.startswith(prefix):
                 raise ValueError(f"not a local definition: {ref}")
-            yield ref.removeprefix(REF_PREFIX)
+            yield ref.removeprefix(prefix)
         for value in node.values():
-            yield from refs(value)
+            yield from refs(value, prefix)
     elif isinstance(node, list):
         for item in node:
-            yield from refs(item)
+            yield from refs(item, prefix)
 
 
-def reachable(definitions: Schema, root: str) -> set[str]:
+def reachable(definitions: Schema, root: str, prefix: str = REF_PREFIX) -> set[str]:
+    """`root` and every definition it reaches."""
+    return reached(definitions, [root], prefix)
+
+
+def reached(definitions: Schema, names: Iterable[str], prefix: str = REF_PREFIX) -> set[str]:
     seen: set[str] = set()
-    pending = [root]
+    pending = list(names)
     while pending:
         name = pending.pop()
         if name in seen:
@@ -147,7 +177,7 @@ def reachable(definitions: Schema, root: str) -> set[str]:
         if name not in definitions:
             raise KeyError(f"{name} is referred to but not defined")
         seen.add(name)
-        pending.extend(refs(definitions[name]))
+        pending.extend(refs(definitions[name], prefix))
     return seen
 
 
@@ -165,14 +195,15 @@ def checked(schema: Schema) -> Schema:
     return schema
 
 
+def compact(schema: Schema) -> str:
+    return json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n"
+
+
 def render(kinds: Iterable[Kind], definitions: Schema,
            root_of: Callable[[Kind], str]) -> dict[str, str]:
     """File name -> compact JSON text, for each kind."""
-    files: dict[str, str] = {}
-    for kind in kinds:
-        schema = checked(standalone(definitions, root_of(kind)))
-        files[kind.file_name] = json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n"
-    return files
+    return {kind.file_name: compact(checked(standalone(definitions, root_of(kind))))
+            for kind in kinds}
 
 
 def write_version(directory: Path, files: dict[str, str]) -> None:
@@ -182,6 +213,15 @@ def write_version(directory: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (directory / name).write_text(text, encoding="utf-8")
         print(f"{directory.name}/{name}: {len(text)} bytes")
+    print(f"{directory.name}: {sum(map(len, files.values()))} bytes in {len(files)} files")
+
+
+def remove_version(directory: Path) -> None:
+    """A release no longer vendored: paddlegen would otherwise still find its directory."""
+    for stale in directory.glob("*.json"):
+        stale.unlink()
+    directory.rmdir()
+    print(f"{directory.name}: removed")
 
 
 # --- 1.8: kubernetes-validate's strict schemas ----------------------------------------------
@@ -203,10 +243,10 @@ def read_validate_files(sdist: Path, names: set[str]) -> dict[str, Schema]:
     return found
 
 
-def root_18(definitions: Schema, kind: Kind) -> str:
+def definition_name(definitions: Schema, kind: Kind) -> str:
     """The non-deprecated definition: io.k8s.api.<group label or core>.<version>.<Kind>.
 
-    The io.k8s.kubernetes.pkg.* names beside it are deprecated aliases of these."""
+    In 1.8 the io.k8s.kubernetes.pkg.* names beside it are deprecated aliases of these."""
     name = f"io.k8s.api.{kind.label or 'core'}.{kind.version}.{kind.kind}"
     gvks = definitions[name].get("x-kubernetes-group-version-kind")
     # Container is no top-level kind and carries no group-version-kind.
@@ -236,7 +276,7 @@ def vendor_18(sdist: Path) -> dict[str, str]:
     definitions = files["_definitions.json"]["definitions"]
 
     def root_of(kind: Kind) -> str:
-        root = root_18(definitions, kind)
+        root = definition_name(definitions, kind)
         check_same_as_kubernetes_validate(files[kind.file_name], definitions, root)
         return root
 
@@ -388,6 +428,94 @@ def vendor_15(wheel: Path) -> dict[str, str]:
     return render(KINDS_15, definitions, root_of)
 
 
+# --- current releases: kubernetes-validate's per-kind files, made self-contained -------------
+
+
+# Where subschemas sit, by keyword, in the current releases' schemas. A keyword known in neither
+# set stops the tool: it might hold subschemas that would be copied without being rewritten.
+ONE_SUBSCHEMA = frozenset({"items", "additionalProperties", "not"})
+SUBSCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf"})
+SUBSCHEMA_MAP = frozenset({"properties", "$defs"})
+NO_SUBSCHEMA = frozenset({"type", "enum", "required", "format", "description", "$ref",
+                          "$schema", "$id"})
+
+
+def read_wheel_files(wheel: Path, release: str, names: set[str]) -> dict[str, Schema]:
+    """The named files of a release's strict directory in kubernetes-validate's wheel."""
+    directory = WHEEL_SCHEMAS.format(release=release)
+    with zipfile.ZipFile(wheel) as archive:
+        missing = {directory + name for name in names} - set(archive.namelist())
+        if missing:
+            raise SystemExit(f"{wheel.name}: no {', '.join(sorted(missing))}")
+        return {name: json.loads(archive.read(directory + name)) for name in names}
+
+
+def map_schemas(schema: Any, change: Callable[[Schema], Schema]) -> Any:
+    """`schema` with `change` applied to each of its subschemas, deepest first, and to itself.
+
+    Property names are not schemas and stay as they are: a field may be called description."""
+    if isinstance(schema, bool):
+        return schema
+    mapped: Schema = {}
+    for keyword, value in schema.items():
+        if keyword in ONE_SUBSCHEMA:
+            value = map_schemas(value, change)
+        elif keyword in SUBSCHEMA_LIST:
+            value = [map_schemas(item, change) for item in value]
+        elif keyword in SUBSCHEMA_MAP:
+            value = {name: map_schemas(item, change) for name, item in value.items()}
+        elif keyword not in NO_SUBSCHEMA and not keyword.startswith("x-"):
+            raise SystemExit(f"unknown keyword {keyword!r}: tell vendor.py whether it holds "
+                             f"subschemas")
+        mapped[keyword] = value
+    return change(mapped)
+
+
+def without_description(schema: Schema) -> Schema:
+    # An annotation: no validator reads it, and it is three quarters of the bytes.
+    return {keyword: value for keyword, value in schema.items() if keyword != "description"}
+
+
+def local_ref(schema: Schema) -> Schema:
+    """A ref into the shared _definitions.json made a ref into the file's own $defs."""
+    ref = schema.get("$ref")
+    if ref is None or ref.startswith(DEFS_PREFIX):
+        return schema
+    if not ref.startswith(SHARED_PREFIX):
+        raise SystemExit(f"unexpected ref {ref}")
+    return {**schema, "$ref": DEFS_PREFIX + ref.removeprefix(SHARED_PREFIX)}
+
+
+def self_contained(kind_file: Schema, definitions: Schema) -> Schema:
+    """kubernetes-validate's file of a kind, with its own copy of the definitions it reaches.
+
+    Its $id goes: it names the file kubernetes-validate ships, and the refs are local now."""
+    root = map_schemas({k: v for k, v in kind_file.items() if k != "$id"}, local_ref)
+    keep = reached(definitions, refs(root, DEFS_PREFIX), DEFS_PREFIX)
+    document = {**root, "$defs": {name: definitions[name] for name in sorted(keep)}}
+    trimmed: Schema = map_schemas(document, without_description)
+    return trimmed
+
+
+def render_current(files: dict[str, Schema]) -> dict[str, str]:
+    """File name -> compact JSON text, for each kind, from a release's strict files (its
+    _definitions.json and the kinds' files)."""
+    definitions = files["_definitions.json"]["$defs"]
+    rendered: dict[str, str] = {}
+    for kind in KINDS_CURRENT:
+        kind_file = files[kind.file_name]
+        # The file must be the kind we mean, as the release's definition of it says.
+        check_same_as_kubernetes_validate(kind_file, definitions,
+                                          definition_name(definitions, kind))
+        rendered[kind.file_name] = compact(checked(self_contained(kind_file, definitions)))
+    return rendered
+
+
+def vendor_current(wheel: Path, release: str) -> dict[str, str]:
+    names = {"_definitions.json"} | {kind.file_name for kind in KINDS_CURRENT}
+    return render_current(read_wheel_files(wheel, release, names))
+
+
 # --- entry point ----------------------------------------------------------------------------
 
 
@@ -397,6 +525,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="kubernetes-validate-1.11.0.2.tar.gz (default: pip download)")
     parser.add_argument("--client-wheel", type=Path,
                         help="kubernetes-1.0.2-py2.py3-none-any.whl (default: pip download)")
+    parser.add_argument("--validate-wheel", type=Path,
+                        help="kubernetes_validate-1.37.0-py3-none-any.whl (default: pip download)")
     return parser.parse_args(argv)
 
 
@@ -405,12 +535,19 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         sdist = args.validate_sdist or download(VALIDATE_SDIST, Path(scratch) / "validate")
         wheel = args.client_wheel or download(CLIENT_WHEEL, Path(scratch) / "client")
+        current = args.validate_wheel or download(VALIDATE_WHEEL, Path(scratch) / "current")
         verify(sdist, VALIDATE_SDIST)
         verify(wheel, CLIENT_WHEEL)
-        # Both are built before either is written, so a failure leaves the old files whole.
-        v18, v15 = vendor_18(sdist), vendor_15(wheel)
-    write_version(HERE / "v1.8", v18)
-    write_version(HERE / "v1.5", v15)
+        verify(current, VALIDATE_WHEEL)
+        # All are built before any is written, so a failure leaves the old files whole.
+        releases = {"v1.8": vendor_18(sdist), "v1.5": vendor_15(wheel),
+                    **{f"v{release}": vendor_current(current, release)
+                       for release in CURRENT_RELEASES}}
+    for name, files in releases.items():
+        write_version(HERE / name, files)
+    for directory in HERE.glob("v1.*"):
+        if directory.name not in releases:
+            remove_version(directory)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,25 @@
+"""The benchmark script runs and prints a row for every target (its numbers are not asserted:
+timing belongs to benchmarks, not tests)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+ROWS = ["cold `build -o -`", "cold `validate`", "floor:", "warm build", "warm validate",
+        "`check` of 16 spec+out pairs", "`explain` output at 1,000 nodes", "peak RSS"]
+
+
+@pytest.mark.conformance
+def test_the_benchmark_prints_every_row() -> None:
+    result = subprocess.run([sys.executable, ROOT / "benchmarks" / "bench.py", "--pairs", "1",
+                             "--specs", "8", "--trees", "16"], capture_output=True, text=True,
+                            timeout=600, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[0] == "what"
+    assert [row for row in ROWS if not any(line.lstrip().startswith(row) for line in lines)] == []
