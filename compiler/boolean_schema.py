@@ -19,10 +19,14 @@ from typing import Any
 Check = Callable[[Any], bool]  # instance -> valid
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+# Draft-07 (eksctl's schema): the same keywords, but a $ref's siblings are ignored.
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+DRAFTS = (DRAFT_2020_12, DRAFT_07)
 # Keywords that never change validity here: Draft 2020-12 annotations, and format, which only
 # asserts when a format checker is given (paddlegen gives none). x-* keywords are annotations too.
 ANNOTATIONS = frozenset({"description", "title", "format", "default", "examples", "$comment",
-                         "deprecated", "readOnly", "writeOnly"})
+                         "deprecated", "readOnly", "writeOnly",
+                         "preferredOrder"})  # eksctl's, for its docs: no draft asserts it
 # Where refs may point: a name in one of these members of the root, and nowhere else.
 DEFINITIONS = ("$defs", "definitions")
 LOCAL_REF = re.compile(r"#/(\$defs|definitions)/([^/~%]+)")  # no pointer escapes to decode
@@ -103,8 +107,17 @@ VALUE_KEYWORDS: dict[str, Callable[[Any, dict[str, Any]], bool] | None] = {
     "enum": lambda value, document: isinstance(value, list),
     "const": None,
     "$ref": lambda value, document: _ref_target(value, document) is not None,
+    "pattern": lambda value, document: _is_regex(value),
     **dict.fromkeys(ANNOTATIONS),
 }
+
+
+def _is_regex(value: Any) -> bool:
+    try:
+        re.compile(value)
+    except (re.error, TypeError):
+        return False
+    return True
 
 
 def _problems(schema: Any, document: dict[str, Any]) -> list[str]:
@@ -115,6 +128,8 @@ def _problems(schema: Any, document: dict[str, Any]) -> list[str]:
         return []
     if not isinstance(schema, dict):
         return [": not a schema"]
+    if "$ref" in schema and _ref_alone(document):
+        return [] if _ref_target(schema["$ref"], document) else ["/$ref: a value not implemented"]
     found: list[str] = []
     for keyword, value in schema.items():
         if keyword in VALUE_KEYWORDS:
@@ -150,8 +165,8 @@ def unsupported(document: Any) -> list[str]:
     if not isinstance(document, dict):
         return [f"#{problem}" for problem in _problems(document, {})]
     found: list[str] = []
-    if document.get("$schema", DRAFT_2020_12) != DRAFT_2020_12:
-        found.append(f"#/$schema: {document['$schema']!r} is not Draft 2020-12")
+    if document.get("$schema", DRAFT_2020_12) not in DRAFTS:
+        found.append(f"#/$schema: {document['$schema']!r} is neither Draft 2020-12 nor 07")
     for member in DEFINITIONS:
         definitions = document.get(member, {})
         if not isinstance(definitions, dict):
@@ -164,10 +179,19 @@ def unsupported(document: Any) -> list[str]:
 
 # --- compiling a schema into checks -----------------------------------------------------------
 
+def _ref_alone(document: Any) -> bool:
+    """Whether a $ref's siblings are ignored: in draft-07, not in 2020-12."""
+    return isinstance(document, dict) and document.get("$schema") == DRAFT_07
+
+
 @dataclass(frozen=True)
 class _Document:
     schema: dict[str, Any]
     refs: dict[str, Check] = field(default_factory=dict)  # compiled so far, by $ref
+
+    @property
+    def ref_alone(self) -> bool:
+        return _ref_alone(self.schema)
 
 
 def _accept(instance: Any) -> bool:
@@ -287,6 +311,8 @@ def _compile(schema: Any, document: _Document) -> Check:
     """The check of one (sub)schema: the conjunction of its keywords'."""
     if isinstance(schema, bool):
         return _accept if schema else reject
+    if "$ref" in schema and document.ref_alone:
+        return _ref_check(schema["$ref"], document)
     checks: list[Check] = []
     # The type check goes first (cheapest, and it refuses most invalid values), inside the
     # object or array check if there is one.
@@ -306,6 +332,8 @@ def _compile(schema: Any, document: _Document) -> Check:
         checks.append(lambda instance: _json_equal(instance, expected))
     if "$ref" in schema:
         checks.append(_ref_check(schema["$ref"], document))
+    if "pattern" in schema:
+        checks.append(_pattern_check(schema["pattern"]))
     for keyword, combine in (("allOf", _all), ("anyOf", _any), ("oneOf", _exactly_one)):
         if keyword in schema:
             checks.append(combine([_compile(each, document) for each in schema[keyword]]))
@@ -315,10 +343,17 @@ def _compile(schema: Any, document: _Document) -> Check:
     return _all(checks)
 
 
+def _pattern_check(pattern: str) -> Check:
+    # jsonschema's pattern: Python's re.search, on strings only
+    search = re.compile(pattern).search
+    return lambda instance: not isinstance(instance, str) or search(instance) is not None
+
+
 def boolean_validator(document: Any) -> Check | None:
     """A function telling whether an instance is valid against `document` (a schema whose refs
-    point into its own definitions), exactly as jsonschema's Draft202012Validator would; None
-    when the schema uses something it does not implement (see `unsupported`)."""
+    point into its own definitions), exactly as jsonschema's Draft202012Validator would (its
+    Draft7Validator, for a draft-07 schema); None when the schema uses something it does not
+    implement (see `unsupported`)."""
     if unsupported(document):
         return None
     if isinstance(document, bool):

@@ -83,6 +83,10 @@ def checked(raw: bytes, filename: str, kube_version: str | None, strict: bool) -
     plan = profile.derive(spec)
     manifests = manifest_files(profile.objects(plan))
     check_manifests(manifests, plan.meta.target.kube.schema)
+    found = profile.checks(plan)
+    if found:
+        raise ManifestError([violation_problem(Manifest(f.path, f.data), f.where, f.message)
+                             for f in found])
     return Checked(profile, plan, manifests, warnings)
 
 

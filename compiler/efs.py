@@ -1,9 +1,11 @@
 """aws/efs.cfn.yaml: the shared volume as a CloudFormation stack, for the profiles that run on AWS.
 
-One template, deployed twice: first alone, for an encrypted file system whose id (and so DNS
-name) the spec can take before the cluster exists; then, once the cluster does, with its VPC,
-worker subnets and worker security group, which adds a security group admitting NFS from the
-workers only and a mount target in each worker subnet.
+kube-aws and kube-up (`template`): one template, deployed twice: first alone, for an encrypted
+file system whose id (and so DNS name) the spec can take before the cluster exists; then, once
+the cluster does, with its VPC, worker subnets and worker security group, which adds a security
+group admitting NFS from the workers only and a mount target in each worker subnet.
+
+eks (`eks_template`): deployed once, after eksctl, whose stack's exports give it the network.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 NFS_PORT = 2049
+# The tag by which the eks runbook knows a file system is its stack's to delete.
+OWNER_TAG = "paddlegen.io/stack"
 
 
 @dataclass(frozen=True)
@@ -97,4 +101,68 @@ def template(stack: EfsStack) -> dict[str, Any]:
             "DnsName": {"Description": "The file system's DNS name, for NFS mounts.",
                         "Value": {"Fn::Sub": "${FileSystem}.efs.${AWS::Region}.amazonaws.com"}},
         },
+    }
+
+
+def eks_template(cluster: str, stack: str, zones: int) -> dict[str, Any]:
+    """aws/efs.cfn.yaml of the eks profile, deployed once the cluster exists: its network comes
+    from the stack eksctl made (its exports, which also keep that stack from being deleted
+    first). NFS is admitted from the cluster security group, the one EKS gives the managed
+    nodes, and a mount target goes into each private subnet (one per zone: EFS takes one per
+    zone). The file system is made here unless the FileSystemId parameter names one; it is
+    kept when the stack goes (the runbook deletes it, after the models are copied off, if its
+    tag says this stack made it)."""
+    exports = f"eksctl-{cluster}-cluster::"
+    create = {"Condition": "CreateFileSystem"}
+    file_system = {"Fn::If": ["CreateFileSystem", {"Ref": "FileSystem"}, {"Ref": "FileSystemId"}]}
+    private_subnets = {"Fn::Split": [",", {"Fn::ImportValue": f"{exports}SubnetsPrivate"}]}
+    return {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Description": f"Shared volume of {cluster}: encrypted EFS, NFS from its nodes only "
+                       "(paddlegen)",
+        "Parameters": {"FileSystemId": {
+            "Type": "String", "AllowedPattern": "^(fs-[0-9a-f]{8,40})?$",
+            "Description": "An existing file system to give the cluster's nodes; empty to make "
+                           "one."}},
+        "Conditions": {"CreateFileSystem": {"Fn::Equals": [{"Ref": "FileSystemId"}, ""]}},
+        "Resources": {
+            "FileSystem": {
+                "Type": "AWS::EFS::FileSystem",
+                **create,
+                # kept when the stack is updated or deleted: the runbook deletes it explicitly
+                "DeletionPolicy": "Retain",
+                "UpdateReplacePolicy": "Retain",
+                "Properties": {
+                    "Encrypted": True,
+                    "PerformanceMode": "generalPurpose",
+                    "ThroughputMode": "bursting",
+                    "FileSystemTags": [{"Key": "Name", "Value": stack},
+                                       {"Key": OWNER_TAG, "Value": {"Ref": "AWS::StackName"}}],
+                },
+            },
+            "SecurityGroup": {
+                "Type": "AWS::EC2::SecurityGroup",
+                "Properties": {
+                    "GroupDescription": f"NFS to {stack} from the nodes of {cluster}",
+                    "VpcId": {"Fn::ImportValue": f"{exports}VPC"},
+                    "SecurityGroupIngress": [{
+                        "Description": "NFS from the cluster's nodes", "IpProtocol": "tcp",
+                        "FromPort": NFS_PORT, "ToPort": NFS_PORT,
+                        "SourceSecurityGroupId": {
+                            "Fn::ImportValue": f"{exports}ClusterSecurityGroupId"}}],
+                    # A mount target opens no connections; NFS answers belong to the nodes' ones.
+                    "SecurityGroupEgress": [{
+                        "Description": "none", "IpProtocol": "-1", "CidrIp": "127.0.0.1/32"}],
+                    "Tags": [{"Key": "Name", "Value": stack}],
+                },
+            },
+            **{f"MountTarget{i}": {
+                "Type": "AWS::EFS::MountTarget",
+                "Properties": {"FileSystemId": file_system,
+                               "SubnetId": {"Fn::Select": [i - 1, private_subnets]},
+                               "SecurityGroups": [{"Ref": "SecurityGroup"}]},
+            } for i in range(1, zones + 1)},
+        },
+        "Outputs": {"FileSystemId": {"Description": "The file system's id.",
+                                     "Value": file_system}},
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from paddlegen.compiler.plan import Meta, PserverTraining
+from paddlegen.compiler.plan import PEER_WAIT_SECONDS, TRAINER_ID_VARIABLE, Meta, PserverTraining
 from paddlegen.compiler.profile import Explanation
 
 COMMENT = "paddle_process_by_paddle"  # start_paddle.py tags every process with it
@@ -39,32 +39,58 @@ def image_trainer_flags(training: PserverTraining) -> list[str]:
             "--local=0", "--config=trainer_config.lr.py", "--use_gpu=0"]
 
 
+def pserver_argv(training: PserverTraining) -> list[str]:
+    """`paddle pserver` as start_paddle.py runs it (and the launcher script, the same)."""
+    return ["paddle", "pserver", f"--port={training.ports[0].number}",
+            f"--ports_num={len(training.dense_ports)}",
+            f"--ports_num_for_sparse={len(training.sparse_ports)}", f"--nics={training.nic}",
+            f"--comment={COMMENT}", f"--num_gradient_servers={training.gradient_servers}"]
+
+
+def trainer_argv(training: PserverTraining, trainer_id: str) -> list[str]:
+    """`paddle train` of a trainer, as start_paddle.py runs it; the pserver list is
+    $PSERVERS."""
+    return ["paddle", "train", f"--nics={training.nic}", f"--port={training.ports[0].number}",
+            f"--ports_num={len(training.dense_ports)}", f"--comment={COMMENT}", PSERVERS_FLAG,
+            *image_trainer_flags(training), f"--trainer_id={trainer_id}",
+            f"--save_dir={training.output_dir}"]
+
+
+def log_dir(training: PserverTraining, trainer_id: str) -> str:
+    return f"{training.output_dir}/node_{trainer_id}"
+
+
+LAUNCHERS = {
+    "seed": "the image's start script: ranks are the pods' IPs, sorted, read through the API "
+            "server; every trainer lists every pod's IP as a pserver",
+    "indexed": "an Indexed Job and a headless Service: trainer i is the pod of completion index "
+               "i, named in DNS as below; the launcher script runs the commands below",
+    "kubeflow": "Kubeflow's PaddleJob: trainer i is worker i, named in DNS by its Service as "
+                "below; the launcher script runs the commands below",
+}
+
+
 def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
                         data_out_dir: str | None) -> Explanation:
-    """The seed launcher's processes, for the profiles that run the parameter-server Job."""
+    """The processes of every trainer pod, for the profiles that run the parameter-server
+    Job: what the seed's entry point or the launcher script runs."""
+    launch = training.launch
     ports = [p.number for p in training.ports]
     dense = [p.number for p in training.dense_ports]
     sparse = [p.number for p in training.sparse_ports]
-    first = training.ports[0].number
-    pservers = ",".join(f"<IP of trainer {i}>" for i in range(training.trainers))
-    processes = []
-    for trainer_id in range(training.trainers):
-        log_dir = f"{training.output_dir}/node_{trainer_id}"
-        pserver = ["paddle", "pserver", f"--port={first}", f"--ports_num={len(dense)}",
-                   f"--ports_num_for_sparse={len(sparse)}", f"--nics={training.nic}",
-                   f"--comment={COMMENT}",
-                   f"--num_gradient_servers={training.gradient_servers}"]
-        train = ["paddle", "train", f"--nics={training.nic}", f"--port={first}",
-                 f"--ports_num={len(dense)}", f"--comment={COMMENT}", PSERVERS_FLAG,
-                 *image_trainer_flags(training), f"--trainer_id={trainer_id}",
-                 f"--save_dir={training.output_dir}"]
-        processes.append({"trainerId": trainer_id,
-                          "dataDir": f"{training.job_dir}/{trainer_id}/data",
-                          "pserver": {"argv": pserver, "log": f"{log_dir}/server.log"},
-                          "trainer": {"argv": train, "log": f"{log_dir}/train.log"}})
+    pservers = launch.pservers or ",".join(f"<IP of trainer {i}>"
+                                           for i in range(training.trainers))
+    processes = [{"trainerId": trainer_id,
+                  "dataDir": f"{training.job_dir}/{trainer_id}/data",
+                  "pserver": {"argv": pserver_argv(training),
+                              "log": f"{log_dir(training, str(trainer_id))}/server.log"},
+                  "trainer": {"argv": trainer_argv(training, str(trainer_id)),
+                              "log": f"{log_dir(training, str(trainer_id))}/train.log"}}
+                 for trainer_id in range(training.trainers)]
     facts = {
         **common_facts(meta, profile, training.trainers),
-        "launcher": "seed",
+        "launcher": launch.launcher,
+        "stableNames": list(launch.peers),
         "ports": ports,
         "densePorts": dense,
         "sparsePorts": sparse,
@@ -80,8 +106,10 @@ def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
         "imageFlagsFrom": IMAGE_FLAGS_FROM,
         "processes": processes,
     }
+    hosts = "every trainer pod" if launch.scripted else "every trainer pod and its node"
     rows = [
-        ("pserver ports", f"{span(ports)} on every trainer pod and its node "
+        ("launcher", f"{launch.launcher}: {LAUNCHERS[launch.launcher]}"),
+        ("pserver ports", f"{span(ports)} on {hosts} "
                           f"(dense {span(dense)}, sparse {span(sparse) or 'none'})"),
         ("gradient servers", str(training.gradient_servers)),
         ("data parts", f"{training.trainers}, part N read by trainer N from "
@@ -92,11 +120,17 @@ def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
     rows += [("trainer config", f"{training.job_dir}/{training.config_dir}"),
              ("output", training.output_dir),
              ("trainers wait for", training.data_ready.meaning),
-             ("deadline", f"{training.deadline_seconds} s, then the Job fails")]
-    notes = ("trainer ids are the ranks of the pods' IPs, sorted; every trainer lists every pod "
-             "as a pserver",
-             f"the trainer flags from --dot_period to --use_gpu are those of {IMAGE_FLAGS_FROM}; "
-             "another image passes its own")
+             ("deadline", f"{training.deadline_seconds} s, then the run fails")]
+    if launch.scripted:
+        notes: tuple[str, ...] = (
+            "each trainer starts its pserver, then waits (at most "
+            f"{PEER_WAIT_SECONDS} s) until every port of every pserver answers, then runs its "
+            "trainer; a failing trainer fails its pod, and the run; a trainer that is done "
+            "keeps its pserver until every trainer is done",
+            f"the trainer flags from --dot_period to --use_gpu are those of {IMAGE_FLAGS_FROM}")
+    else:
+        notes = (f"the trainer flags from --dot_period to --use_gpu are those of "
+                 f"{IMAGE_FLAGS_FROM}; another image passes its own",)
     return Explanation(facts, tuple(rows), notes)
 
 
@@ -105,7 +139,7 @@ def explanation_text(explanation: Explanation) -> str:
     target = facts["target"]
     lines = [f"{facts['name']}  (profile {facts['profile']}, namespace {facts['namespace']})"]
     rows = [("target", target["description"]),
-            ("trainer pods", f"{facts['trainers']} (parallelism = completions)"),
+            ("trainer pods", str(facts['trainers'])),
             *explanation.rows]
     lines += [f"  {label:<{LABEL_WIDTH}}{value}" for label, value in rows]
     lines += [f"  {note}" for note in explanation.notes]
@@ -123,10 +157,36 @@ def explanation_text(explanation: Explanation) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The variables a command line leaves to the shell: the pserver list, and in the launcher
+# script the trainer id.
+SHELL_VARIABLES = (PSERVERS_VARIABLE, TRAINER_ID_VARIABLE)
+
+
+def shell_quoted(argv: list[str]) -> list[str]:
+    """Each word quoted for the shell, the shell's variables left for it to expand."""
+    return [f'"{word}"' if any(f"${name}" in word for name in SHELL_VARIABLES)
+            else shlex.quote(word) for word in argv]
+
+
+# Shell commands paddlegen writes stay short: yamllint reads the ConfigMap that holds the
+# launcher script, people read the runbooks.
+WIDTH = 96
+
+
+def wrapped(words: list[str], indent: str = "  ") -> str:
+    """Shell words as a command of lines of at most WIDTH characters, with continuations."""
+    lines: list[str] = []
+    for word in words:
+        if lines and len(lines[-1]) + 1 + len(word) <= WIDTH - 2:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word if not lines else indent + word)
+    return " \\\n".join(lines)
+
+
 def shell_words(argv: list[str]) -> str:
-    """argv as a shell command line, the pserver list left to the shell to expand."""
-    return " ".join(f'"{word}"' if word == PSERVERS_FLAG else shlex.quote(word)
-                    for word in argv)
+    """argv as a shell command line."""
+    return " ".join(shell_quoted(argv))
 
 
 def span(ports: list[int]) -> str:

@@ -12,9 +12,11 @@ from paddlegen.compiler.kube_schema import INIT_CONTAINERS_ANNOTATION
 from paddlegen.compiler.plan import (
     DATA_MOUNT,
     EFS_MOUNT_OPTIONS,
+    TRAINER_ID_VARIABLE,
     VOLUME_NAME,
     ClaimVolume,
     DataJob,
+    EfsCsiVolume,
     EfsVolume,
     HostVolume,
     Meta,
@@ -29,6 +31,11 @@ Object = dict[str, Any]
 SECCOMP_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
 # The seed image's entry point, run by an absolute bash (the seeds' "bin/bash" works only from /).
 TRAINER_COMMAND = ["/bin/bash", "-c", "/root/start.sh"]
+# The launcher script (compiler/launcher.py), from a ConfigMap.
+LAUNCHER_VOLUME = "launcher"
+LAUNCHER_MOUNT = "/opt/paddlegen"
+LAUNCHER_SCRIPT = "launch.sh"
+LAUNCHER_COMMAND = ("/bin/bash", f"{LAUNCHER_MOUNT}/{LAUNCHER_SCRIPT}")
 
 
 def metadata(meta: Meta, name: str, *, namespaced: bool = True, component: str = "") -> Object:
@@ -61,7 +68,30 @@ def persistent_volume(meta: Meta, efs: EfsVolume) -> Object:
             "spec": spec}
 
 
-def persistent_volume_claim(meta: Meta, efs: EfsVolume) -> Object:
+EFS_CSI_DRIVER = "efs.csi.aws.com"
+
+
+def efs_csi_volume(meta: Meta, efs: EfsCsiVolume) -> list[Object]:
+    """A static PersistentVolume of the EFS CSI driver: the file system's root, TLS in transit,
+    bound to the one claim; none until the file system's id is known."""
+    if efs.file_system_id is None:
+        return []
+    spec: Object = {
+        "capacity": {"storage": efs.capacity},
+        "volumeMode": "Filesystem",
+        "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "",
+        "claimRef": {"namespace": meta.namespace, "name": efs.claim_name},
+        "mountOptions": ["tls"],
+        "csi": {"driver": EFS_CSI_DRIVER, "volumeHandle": efs.file_system_id},
+    }
+    return [{"apiVersion": "v1", "kind": "PersistentVolume",
+             "metadata": metadata(meta, efs.volume_name, namespaced=False, component="storage"),
+             "spec": spec}]
+
+
+def persistent_volume_claim(meta: Meta, efs: EfsVolume | EfsCsiVolume) -> Object:
     spec: Object = {"accessModes": ["ReadWriteMany"]}
     if meta.target.kube.storage_class_name_field:
         # "" stops a default StorageClass from provisioning a volume of its own
@@ -128,12 +158,45 @@ def data_job(meta: Meta, data: DataJob, claim_name: str) -> Object:
 
 
 def training_job(meta: Meta, training: PserverTraining) -> Object:
-    kube = meta.target.kube
-    container = {
-        "name": "trainer",
-        "image": training.image,
-        "command": TRAINER_COMMAND,
-        "env": env({
+    """The parameter-server training Job: the seed image's entry point (seed launcher), or
+    the launcher script in an Indexed Job (indexed launcher)."""
+    # A pserver cannot take a replacement trainer (a new one would get a new rank from the
+    # seed entry point, and with the others a pserver shard starts empty): fail the Job.
+    indexed = {"completion_mode": "Indexed"} if training.launch.service else {}
+    return job(meta, training.name, "trainer", trainer_pod(meta, training),
+               parallelism=training.trainers,
+               deadline_seconds=training.deadline_seconds, backoff_limit=0,
+               init_containers=[wait_for_data(training)], ttl_seconds=training.ttl_seconds,
+               **indexed)
+
+
+def trainer_pod(meta: Meta, training: PserverTraining) -> Object:
+    launch = training.launch
+    pod: Object = {}
+    if training.pod_reader:
+        pod["serviceAccountName"] = training.pod_reader.account
+    elif launch.scripted:
+        pod["automountServiceAccountToken"] = False  # the launcher never calls the API
+    if launch.service:
+        pod["subdomain"] = launch.service  # <job>-<index>.<service>: the stable names
+    pod["containers"] = [trainer_container(meta, training)]
+    pod["volumes"] = trainer_volumes(meta, training)
+    return pod
+
+
+def trainer_container(meta: Meta, training: PserverTraining) -> Object:
+    """The trainer pod's container: a pserver and a trainer. The seed's entry point reads its
+    settings from the environment and binds hostPorts (one trainer per node); the launcher
+    script has them written in, reads its index from the pod, and needs no hostPort (the pods
+    reach each other at their own addresses)."""
+    launch = training.launch
+    seed = not launch.scripted
+    # the training operator takes only a container named paddle
+    container: Object = {"name": "paddle" if launch.operator else "trainer",
+                         "image": training.image}
+    if seed:
+        container["command"] = TRAINER_COMMAND
+        container["env"] = env({
             "JOB_NAME": training.name,
             "JOB_PATH": training.job_path,
             "JOB_NAMESPACE": meta.namespace,
@@ -144,30 +207,98 @@ def training_job(meta: Meta, training: PserverTraining) -> Object:
             "CONF_PADDLE_PORTS_NUM_SPARSE": len(training.sparse_ports),
             "CONF_PADDLE_GRADIENT_NUM": training.gradient_servers,
             "TRAINER_COUNT": training.trainer_count,
-        }),
-        "ports": [{"name": port.name, "containerPort": port.number, "hostPort": port.number}
-                  for port in training.ports],
-        "resources": training.resources,
-        "volumeMounts": [{"name": VOLUME_NAME, "mountPath": training.job_path}],
-    }
-    # Applied all at once (kubectl apply -k, GitOps), the trainers would start before the data
-    # Job has written the last part; the entry point would fail and the retried pods get new IPs,
-    # and so new trainer ids. Waiting here keeps `create` in any order safe.
+        })
+    else:
+        container["command"] = list(LAUNCHER_COMMAND)
+        container["env"] = [{"name": TRAINER_ID_VARIABLE, "valueFrom": {
+            "fieldRef": {"fieldPath": launch.index_field}}}]
+    container["ports"] = [{"name": port.name, "containerPort": port.number,
+                           **({"hostPort": port.number} if seed else {})}
+                          for port in training.ports]
+    container["resources"] = training.resources
+    mounts: list[Object] = [{"name": VOLUME_NAME, "mountPath": training.job_path}]
+    if not seed:
+        mounts.append({"name": LAUNCHER_VOLUME, "mountPath": LAUNCHER_MOUNT, "readOnly": True})
+    container["volumeMounts"] = mounts
+    return container
+
+
+def trainer_volumes(meta: Meta, training: PserverTraining) -> list[Object]:
+    volumes = [shared_volume(training, meta.target.kube)]
+    if training.launch.scripted:
+        volumes.append({"name": LAUNCHER_VOLUME,
+                        "configMap": {"name": launcher_name(training), "defaultMode": 0o444}})
+    return volumes
+
+
+def wait_for_data(training: PserverTraining) -> Object:
+    """Applied all at once (kubectl apply -k, GitOps), the trainers would start before the data
+    Job has written the last part; the entry point would fail and the retried pods get new IPs,
+    and so new trainer ids. Waiting here keeps `create` in any order safe."""
     gate = training.data_ready
     wait = f"until {gate.test}; do sleep 10; done"
-    wait_for_data = {"name": "wait-for-data", "image": training.image,
-                     "command": ["/bin/bash", "-c", wait, "wait-for-data", *gate.args],
-                     "resources": WAIT_RESOURCES, "volumeMounts": container["volumeMounts"]}
-    pod: Object = {}
-    if training.pod_reader:
-        pod["serviceAccountName"] = training.pod_reader.account
-    pod["containers"] = [container]
-    pod["volumes"] = [shared_volume(training, kube)]
-    # The seed entry point cannot take a replacement trainer: it would get a new IP, so a new
-    # rank, and count the failed pod among the job's pods forever. Fail the Job instead.
-    return job(meta, training.name, "trainer", pod, parallelism=training.trainers,
-               deadline_seconds=training.deadline_seconds, backoff_limit=0,
-               init_containers=[wait_for_data], ttl_seconds=training.ttl_seconds)
+    return {"name": "wait-for-data", "image": training.image,
+            "command": ["/bin/bash", "-c", wait, "wait-for-data", *gate.args],
+            "resources": WAIT_RESOURCES,
+            "volumeMounts": [{"name": VOLUME_NAME, "mountPath": training.job_path}]}
+
+
+def launcher_name(training: PserverTraining) -> str:
+    return f"{training.name}-launcher"
+
+
+def launcher_config_map(meta: Meta, training: PserverTraining, script: str) -> Object:
+    """The launcher script, mounted into every trainer pod."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": metadata(meta, launcher_name(training), component="trainer"),
+            "data": {LAUNCHER_SCRIPT: Block(script)}}
+
+
+def headless_service(meta: Meta, training: PserverTraining) -> Object:
+    """The Indexed Job pods' subdomain: <job>-<index>.<service> resolves to each pod, from the
+    moment it has an address (the launcher waits for the pservers itself)."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": metadata(meta, str(training.launch.service), component="trainer"),
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
+                     "selector": trainer_selector(meta),
+                     "ports": [{"name": port.name, "protocol": "TCP", "port": port.number}
+                               for port in training.ports]}}
+
+
+def pod_disruption_budget(meta: Meta, training: PserverTraining) -> list[Object]:
+    """No voluntary eviction of a trainer: the run could not take a replacement. `kubectl
+    drain` waits for the run to end (its deadline bounds the wait); an EKS managed node group
+    upgrade gives up on the node after its eviction timeout, unless forced."""
+    if not meta.target.kube.pod_disruption_budget_v1:
+        return []
+    return [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+             "metadata": metadata(meta, training.name, component="trainer"),
+             "spec": {"maxUnavailable": 0,
+                      "selector": {"matchLabels": trainer_selector(meta)}}}]
+
+
+def trainer_selector(meta: Meta) -> dict[str, str]:
+    return {"app.kubernetes.io/instance": meta.name, "app.kubernetes.io/component": "trainer"}
+
+
+def paddle_job(meta: Meta, training: PserverTraining) -> Object:
+    """Kubeflow's PaddleJob (kubeflow.org/v1, training operator v1.9): Worker i runs the
+    launcher script as trainer i. restartPolicy Never and backoffLimit 0, as for the Job: a
+    restarted worker would come back with an empty pserver shard. cleanPodPolicy Running: when
+    the job fails (a worker failed, the deadline passed) the operator deletes the workers still
+    running, which would otherwise wait for their dead peer forever; failed ones stay, with
+    their logs."""
+    template = pod_template(meta, "trainer", trainer_pod(meta, training),
+                            [wait_for_data(training)])
+    run_policy: Object = {"cleanPodPolicy": "Running", "backoffLimit": 0,
+                          "activeDeadlineSeconds": training.deadline_seconds}
+    if training.ttl_seconds is not None:
+        run_policy["ttlSecondsAfterFinished"] = training.ttl_seconds
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PaddleJob",
+            "metadata": metadata(meta, training.name, component="trainer"),
+            "spec": {"runPolicy": run_policy, "paddleReplicaSpecs": {"Worker": {
+                "replicas": training.trainers, "restartPolicy": "Never",
+                "template": template}}}}
 
 
 # The wait for the data: a shell loop.
@@ -217,14 +348,13 @@ def pod_policy_fields(meta: Meta) -> Object:
     return fields
 
 
-def job(meta: Meta, name: str, component: str, pod: Object, *, parallelism: int = 1,
-        deadline_seconds: int, backoff_limit: int | None = None,
-        init_containers: list[Object] | None = None, ttl_seconds: int | None = None,
-        pull: str | None = None) -> Object:
-    """A batch/v1 Job of hardened containers; backoffLimit, init containers, the TTL and the
-    seccomp profile as far as the release serves them."""
+def pod_template(meta: Meta, component: str, pod: Object,
+                 init_containers: list[Object] | None = None,
+                 pull: str | None = None) -> Object:
+    """A pod template of hardened containers; init containers and the seccomp profile as far
+    as the release serves them."""
     kube = meta.target.kube
-    labels = metadata(meta, name, component=component)["labels"]
+    labels = metadata(meta, meta.name, component=component)["labels"]
     template_meta: Object = {"labels": dict(labels)}
     annotations: Object = {}
     pod = {**pod, "containers": [hardened(meta, c, pull) for c in pod["containers"]]}
@@ -243,13 +373,24 @@ def job(meta: Meta, name: str, component: str, pod: Object, *, parallelism: int 
     if kube.seccomp_field:
         security["seccompProfile"] = {"type": "RuntimeDefault"}
     pod = {**pod, **pod_policy_fields(meta), "securityContext": security}
-    spec: Object = {"parallelism": parallelism, "completions": parallelism,
-                    "activeDeadlineSeconds": deadline_seconds}
+    return {"metadata": template_meta, "spec": {**pod, "restartPolicy": "Never"}}
+
+
+def job(meta: Meta, name: str, component: str, pod: Object, *, parallelism: int = 1,
+        deadline_seconds: int, backoff_limit: int | None = None,
+        init_containers: list[Object] | None = None, ttl_seconds: int | None = None,
+        pull: str | None = None, completion_mode: str | None = None) -> Object:
+    """A batch/v1 Job; backoffLimit and the TTL as far as the release serves them."""
+    kube = meta.target.kube
+    spec: Object = {"parallelism": parallelism, "completions": parallelism}
+    if completion_mode:
+        spec["completionMode"] = completion_mode
+    spec["activeDeadlineSeconds"] = deadline_seconds
     if backoff_limit is not None and kube.backoff_limit_field:
         spec["backoffLimit"] = backoff_limit
     if ttl_seconds is not None:
         spec["ttlSecondsAfterFinished"] = ttl_seconds  # the rule release-fields checks it
-    spec["template"] = {"metadata": template_meta, "spec": {**pod, "restartPolicy": "Never"}}
+    spec["template"] = pod_template(meta, component, pod, init_containers, pull)
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": metadata(meta, name, component=component), "spec": spec}
 

@@ -141,12 +141,16 @@ def source(version: str) -> SchemaSource:
     return _release_sources(version)[0]
 
 
-# Sources searched after the release's own, for kinds it does not define (vendored CRD schemas).
-EXTRA_SOURCES: tuple[SchemaSource, ...] = ()
+@cache
+def extra_sources() -> tuple[SchemaSource, ...]:
+    """Searched after the release's own sources, for kinds it does not define: the vendored
+    schemas of custom resources (schema/kubeflow/ORIGIN.md)."""
+    return (SchemaSource(_vendored_root().parent / "kubeflow",
+                         "the PaddleJob CRD of Kubeflow's training operator v1.9.4, strict"),)
 
 
 def sources(version: str) -> tuple[SchemaSource, ...]:
-    return (*_release_sources(version), *EXTRA_SOURCES)
+    return (*_release_sources(version), *extra_sources())
 
 
 @dataclass(frozen=True)

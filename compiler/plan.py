@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paddlegen.compiler.targets import KubeRelease, Target
-from paddlegen.schema.models import ClusterTraining, Resources, Scheduling, Security, SpecBase
+from paddlegen.schema.models import (
+    ClusterTraining,
+    DatasetSettings,
+    Launcher,
+    Resources,
+    Scheduling,
+    Security,
+    SpecBase,
+)
 
 # The data Job mounts the shared volume here and writes the split data to <DATA_MOUNT>/<job name>.
 DATA_MOUNT = "/efs"
@@ -128,6 +136,18 @@ class EfsVolume:
 
 
 @dataclass(frozen=True)
+class EfsCsiVolume:
+    """EFS through its CSI driver, as a PersistentVolume bound to exactly one claim; no volume
+    until the file system's id is known."""
+
+    volume_name: str
+    claim_name: str
+    file_system_id: str | None
+    capacity: str
+    request: str
+
+
+@dataclass(frozen=True)
 class DataJob:
     """The data-preparation Job: downloads the data and splits it into one part per trainer."""
 
@@ -150,6 +170,25 @@ class DataGate:
     meaning: str
 
 
+def data_ready(job_dir: str, parts: int) -> DataGate:
+    """The shell test that holds once the data image's get_data.sh has finished the last part,
+    and its meaning.
+
+    get_data.sh (PaddlePaddle's k8s_data image) unpacks the data into 0/data, splits train.txt
+    into train.00000 ... train.<N-1>, renames train.00000 to train.txt, then for each part i
+    copies 0/data/* into i/data and renames i/data/train.<i> to train.txt. That copy brings
+    part 0's train.txt along first, so train.txt alone proves nothing: the last part is done
+    when its train.txt exists and its train.<N-1> is gone. With one part the rename in 0/data is
+    the last step; the archive is gone once the unpacking is over.
+    """
+    last = f"{job_dir}/{parts - 1}/data"
+    shard = f"train.{parts - 1:05d}"
+    test = '[ -f "$1/train.txt" ] && [ ! -e "$1/$2" ]'
+    if parts == 1:
+        test += ' && [ ! -e "$1/preprocessed_data.tar.gz" ]'
+    return DataGate(test, (last, shard), f"{last}/train.txt, with {last}/{shard} renamed to it")
+
+
 @dataclass(frozen=True)
 class PodReader:
     """A service account allowed to read pods, and the Role (and binding) that allow it."""
@@ -159,8 +198,57 @@ class PodReader:
 
 
 @dataclass(frozen=True)
+class Launch:
+    """How the trainers learn their ids and their peers (training.launcher)."""
+
+    launcher: Launcher
+    peers: tuple[str, ...] = ()  # each trainer's stable DNS name, by trainer id (not for seed)
+    service: str | None = None  # indexed: the headless Service that is the pods' subdomain
+    index_field: str = ""  # the pod field that holds its trainer id (downward API)
+
+    @property
+    def scripted(self) -> bool:
+        """The launcher script runs the trainer (indexed, kubeflow), not the image's entry
+        point (seed)."""
+        return self.launcher != "seed"
+
+    @property
+    def operator(self) -> bool:
+        """Kubeflow's training operator runs the pods (a PaddleJob), not the Job controller."""
+        return self.launcher == "kubeflow"
+
+    @property
+    def pservers(self) -> str:
+        """Every trainer's --pservers: the same list in the same order (Paddle assigns the
+        parameter blocks to the servers by their position in it)."""
+        return ",".join(self.peers)
+
+
+# How long the launcher script waits for its peers' pservers to answer.
+PEER_WAIT_SECONDS = 600
+# The launcher script's variable that holds the pod's index: its trainer id.
+TRAINER_ID_VARIABLE = "TRAINER_ID"
+# Where each launcher's pod finds its index: the Job controller's annotation (1.24), and the
+# training operator's replica-index label.
+COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+REPLICA_INDEX = "metadata.labels['training.kubeflow.org/replica-index']"
+
+
+def launch_of(name: str, launcher: Launcher, trainers: int) -> Launch:
+    """Indexed Job pods are <job>-<i>, in the subdomain of a headless Service named as the Job;
+    the training operator names each worker <job>-worker-<i>, with a headless Service each."""
+    if launcher == "indexed":
+        return Launch("indexed", tuple(f"{name}-{i}.{name}" for i in range(trainers)), name,
+                      COMPLETION_INDEX)
+    if launcher == "kubeflow":
+        return Launch("kubeflow", tuple(f"{name}-worker-{i}" for i in range(trainers)),
+                      index_field=REPLICA_INDEX)
+    return Launch("seed")
+
+
+@dataclass(frozen=True)
 class PserverTraining:
-    """The seed's parameter-server training Job: one pserver and one trainer in every pod."""
+    """The parameter-server training: one pserver and one trainer in every pod."""
 
     name: str  # the Job's, also its directory on the shared volume (JOB_NAME)
     image: str
@@ -174,6 +262,7 @@ class PserverTraining:
     volume: SharedVolume
     data_ready: DataGate  # holds once the last data part is complete
     pod_reader: PodReader | None  # the seed launcher's account, where the target has RBAC
+    launch: Launch
     deadline_seconds: int
     resources: dict[str, dict[str, str]] = field(default_factory=dict)
     ttl_seconds: int | None = None
@@ -227,9 +316,22 @@ def pserver_training(name: str, training: ClusterTraining, volume: SharedVolume,
         volume=volume,
         data_ready=data_ready,
         # Without RBAC (1.4, 1.5) the API server allows every request: the default account
-        # reads the pods.
-        pod_reader=PodReader(name, f"{name}-pod-reader") if kube.rbac_v1 else None,
+        # reads the pods. The other launchers never call the API.
+        pod_reader=(PodReader(name, f"{name}-pod-reader")
+                    if kube.rbac_v1 and training.launcher == "seed" else None),
+        launch=launch_of(name, training.launcher, training.nodes),
         deadline_seconds=training.active_deadline_seconds,
         resources=resources_of(training.resources),
         ttl_seconds=training.ttl_seconds_after_finished,
     )
+
+
+def claim_jobs(name: str, claim_name: str, dataset: DatasetSettings, training: ClusterTraining,
+               kube: KubeRelease) -> tuple[DataJob, PserverTraining]:
+    """The data Job and the training of a profile whose data Job writes the parts onto the
+    claim the trainers mount: each sees the parts at its own mount of the job's directory."""
+    data = DataJob(dataset.job_name, dataset.image, f"{DATA_MOUNT}/{name}", training.nodes,
+                   dataset.active_deadline_seconds, resources_of(dataset.resources),
+                   dataset.ttl_seconds_after_finished)
+    return data, pserver_training(name, training, ClaimVolume(claim_name),
+                                  data_ready(f"{training.job_path}/{name}", training.nodes), kube)

@@ -37,6 +37,21 @@ class Explanation:
 
 
 @dataclass(frozen=True)
+class FileViolation:
+    """Where a generated file (not a Kubernetes object) breaks the schema of the tool that
+    reads it: its path in the tree, its data, and the path into the data and the message."""
+
+    path: str
+    data: dict[str, Any]
+    where: tuple[str | int, ...]
+    message: str
+
+
+def no_checks(plan: Any) -> list[FileViolation]:
+    return []
+
+
+@dataclass(frozen=True)
 class Profile(Generic[S, P]):
     name: str
     summary: str  # one line: what it deploys, from which seeds
@@ -48,6 +63,7 @@ class Profile(Generic[S, P]):
     files: Callable[[P], dict[str, str]]  # the other files, by path (aws/...)
     runbook: Callable[[P, list[str]], str]  # plan and manifest paths -> RUNBOOK.md
     explain: Callable[[P], Explanation]
+    checks: Callable[[P], list[FileViolation]] = no_checks  # files other tools validate
 
     @property
     def defaults_file(self) -> str:

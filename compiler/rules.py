@@ -91,6 +91,18 @@ class WithEfs(Protocol):
     def storage(self) -> EfsStorage: ...
 
 
+class SizedStorage(Protocol):
+    @property
+    def capacity(self) -> str: ...
+    @property
+    def request(self) -> str: ...
+
+
+class WithSizedStorage(Protocol):
+    @property
+    def storage(self) -> SizedStorage: ...
+
+
 class BucketCluster(Protocol):
     @property
     def s3_uri(self) -> str | None: ...
@@ -109,6 +121,10 @@ class WithMetadata(Protocol):
 class WithDataset(WithMetadata, Protocol):
     @property
     def dataset(self) -> DatasetSettings: ...
+
+
+class WithDataTraining(WithDataset, WithPserverTraining, Protocol):
+    pass
 
 
 class Imaged(Protocol):
@@ -151,9 +167,10 @@ def gradient_servers(spec: WithPserverTraining) -> Iterable[Violation]:
 
 @rule("worker-capacity")
 def worker_capacity(spec: WithWorkers) -> Iterable[Violation]:
-    """hostPorts allow one trainer pod per node: workerCount must be at least training.nodes."""
+    """The seed launcher's hostPorts allow one trainer pod per node: workerCount must be at
+    least training.nodes."""
     workers, nodes = spec.cluster.worker_count, spec.training.nodes
-    if workers is not None and workers < nodes:
+    if spec.training.launcher == "seed" and workers is not None and workers < nodes:
         yield ("cluster", "workerCount"), (
             f"{workers} workers cannot host {nodes} trainer pods (each binds the same hostPorts, "
             f"so one per node; the rest stay Pending); raise workerCount to {nodes}")
@@ -231,6 +248,35 @@ def release_fields(target_of: Callable[[K], Target], jobs: tuple[str, ...]) -> R
     return Rule("release-fields", check)
 
 
+LAUNCHER_DOC = """training.launcher is one the target release can run: indexed needs Indexed
+    Jobs (Kubernetes 1.24), kubeflow a cluster that runs Kubeflow's training operator v1.9 (a
+    current one); kube-aws and kube-up clusters predate both."""
+LAUNCHER_NEEDS = {"indexed": "Indexed Jobs (Kubernetes 1.24 has)",
+                  "kubeflow": "Kubeflow's training operator v1.9 (a current Kubernetes runs it)"}
+
+
+class WithLauncher(WithKubeVersion, WithPserverTraining, Protocol):
+    pass
+
+
+L = TypeVar("L", bound=WithLauncher)
+
+
+def launcher_release(target_of: Callable[[L], Target]) -> Rule[L]:
+    """The launcher rule of a profile whose target is `target_of(spec)`."""
+
+    def check(spec: L) -> Iterable[Violation]:
+        launcher = spec.training.launcher
+        target = target_of(spec)
+        if launcher != "seed" and not target.kube.indexed_job:
+            yield ("training", "launcher"), (
+                f"{target.tool} runs Kubernetes {target.kube.version}, too old for "
+                f"{LAUNCHER_NEEDS[launcher]}, which the {launcher} launcher needs; use seed")
+
+    check.__doc__ = LAUNCHER_DOC
+    return Rule("launcher", check)
+
+
 RESOURCES_DOC = """Each container's resource requests are at most its limits (a pod asking for more
     than it may use is refused)."""
 
@@ -263,6 +309,20 @@ def job_names(spec: WithDataset) -> Iterable[Violation]:
             "rename the training job, or set dataset.jobName to another name")
 
 
+TUTORIAL_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
+
+
+@rule("split-count")
+def split_count(spec: WithDataTraining) -> Iterable[Violation]:
+    """With PaddlePaddle's tutorial data image, training.nodes is at least 2: its get_data.sh
+    computes the last part with `expr $SPLIT_COUNT - 1`, which exits 1 for 0, so under `set -e`
+    a single part fails the data Job although the data is complete."""
+    if spec.dataset.image == TUTORIAL_DATA_IMAGE and spec.training.nodes < 2:
+        yield ("training", "nodes"), (
+            f"{TUTORIAL_DATA_IMAGE} fails to split the data into 1 part (its get_data.sh exits 1 "
+            "on `expr 1 - 1`); use at least 2 nodes, or a data image of your own")
+
+
 @rule("zone-in-region")
 def zone_in_region(spec: WithZone) -> Iterable[Violation]:
     """availabilityZone lies in region (us-west-2a is in us-west-2)."""
@@ -282,7 +342,7 @@ def efs_region(spec: WithEfs) -> Iterable[Violation]:
 
 
 @rule("storage-request")
-def storage_request(spec: WithEfs) -> Iterable[Violation]:
+def storage_request(spec: WithSizedStorage) -> Iterable[Violation]:
     """storage.request fits in storage.capacity, or the claim never binds to the volume."""
     storage = spec.storage
     if quantity(storage.request) > quantity(storage.capacity):

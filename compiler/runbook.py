@@ -7,9 +7,11 @@ is one the target release's kubectl has (no `-n` shorthand, `wait` or `-k` befor
 
 from __future__ import annotations
 
+import textwrap
 from shlex import quote as q
 from typing import Any
 
+from paddlegen.compiler.explain import WIDTH, wrapped
 from paddlegen.compiler.kube_objects import MODELS_MOUNT
 from paddlegen.compiler.plan import EFS_MOUNT_OPTIONS, Meta, PserverTraining
 from paddlegen.compiler.render import to_yaml
@@ -26,6 +28,10 @@ can pick up at any block.
 Target: {target}.
 """
 
+# The administrator's blocks (the IAM group's set-up and removal) run under a profile named
+# on purpose, never under the user's profile that every other block exports.
+AS_ADMINISTRATOR = ('export AWS_PROFILE="${ADMIN_PROFILE:?set ADMIN_PROFILE to the AWS CLI '
+                    'profile of an administrator of the account}"\n')
 MANAGED_POLICY_PREFIX = "arn:aws:iam::aws:policy/"
 # Seeds 000, 001 and 003: the AWS managed policies the IAM user needs (ARNs after the prefix).
 SEED_MANAGED_POLICIES = (
@@ -56,6 +62,31 @@ def preamble(assets: str | None, exports: dict[str, str] | None = None) -> str:
     assigned = " ".join(f"{name}={value}" for name, value in (exports or {}).items())
     return (f'OUT="$PWD" ASSETS="${{ASSETS:-$HOME/.paddlegen/{assets}}}" && '
             f'mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" {assigned}\n')
+
+
+def user_profile(cluster: str) -> str:
+    """The AWS CLI profile of the IAM user that runs the cluster tool: every block exports it,
+    so a new terminal runs as that user with nothing to remember."""
+    return f"paddlegen-{cluster}"
+
+
+def as_the_user(cluster: str) -> str:
+    """What the person does once, after the IAM step: give the user's profile a key."""
+    profile = user_profile(cluster)
+    return textwrap.fill(
+        f"From here on every block runs as that user, through the AWS CLI profile `{profile}` "
+        "that each block exports. Give that profile an access key of the user's, once:",
+        width=WIDTH, break_long_words=False, break_on_hyphens=False) + (
+        f'\n\n- as the administrator: `aws iam create-access-key --user-name "$IAM_USER"`\n'
+        f"- then `aws configure --profile {profile}`, with that key")
+
+
+def deploy_efs(stack: str, overrides: list[str]) -> str:
+    """Deploy (or update) the EFS stack; a deploy that changes nothing is no error, so the
+    block can be run again."""
+    return wrapped(["aws cloudformation deploy", f"--stack-name {q(stack)}",
+                    '--template-file "$OUT/aws/efs.cfn.yaml"', "--no-fail-on-empty-changeset",
+                    f"--parameter-overrides {overrides[0]}", *overrides[1:]]) + "\n"
 
 
 def kubectl_install(kube: KubeRelease) -> str:
@@ -112,13 +143,17 @@ def wait_for_job(meta: Meta, job: str) -> str:
             "  fi\n  sleep 10\ndone\n")
 
 
-def follow_trainers(meta: Meta, training: PserverTraining) -> str:
-    """List the trainer pods and follow the first one's log (what every kubectl can do)."""
-    selector = f"-l job-name={q(training.name)}"
+def follow_trainers(meta: Meta, training: PserverTraining, selector: str | None = None) -> str:
+    """Wait for the trainer pods (the Job's, or those `selector` selects: a controller makes
+    them a moment after the object), list them, and follow the first one's log once it has
+    left Pending (what every kubectl can do)."""
+    selector = selector or f"-l job-name={q(training.name)}"
     names = kubectl(meta, f"get pods {selector} -o jsonpath='{{.items[*].metadata.name}}'")
+    phase = kubectl(meta, """get pod "$1" -o jsonpath='{.status.phase}'""")
     follow = kubectl(meta, 'logs -f "$1"')
-    return (f"{kubectl(meta, f'get pods {selector}')}\n"
-            f"set -- $({names})\n"
+    return (f"until set -- $({names}); [ $# -gt 0 ]; do sleep 5; done\n"
+            f"{kubectl(meta, f'get pods {selector}')}\n"
+            f'while [ "$({phase})" = Pending ]; do sleep 5; done\n'
             f'{follow}   # or any other of "$@"\n')
 
 

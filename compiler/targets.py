@@ -97,6 +97,16 @@ class KubeRelease:
         return self.since(21)
 
     @property
+    def indexed_job(self) -> bool:
+        """JobSpec.completionMode Indexed, and the pods' hostname and subdomain from it (1.24)."""
+        return self.since(24)
+
+    @property
+    def pod_disruption_budget_v1(self) -> bool:
+        """policy/v1 PodDisruptionBudget (1.21)."""
+        return self.since(21)
+
+    @property
     def kubectl_wait(self) -> bool:
         """`kubectl wait` (1.11)."""
         return self.since(11)

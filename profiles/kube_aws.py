@@ -32,16 +32,13 @@ from paddlegen.compiler.kube_objects import (
 )
 from paddlegen.compiler.plan import (
     DATA_MOUNT,
-    ClaimVolume,
-    DataGate,
     DataJob,
     EfsVolume,
     Meta,
     PserverTraining,
     bucket_of,
+    claim_jobs,
     meta_of,
-    pserver_training,
-    resources_of,
 )
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import Quoted, to_json, to_yaml
@@ -52,11 +49,13 @@ from paddlegen.compiler.rules import (
     gradient_servers,
     job_names,
     kube_version,
+    launcher_release,
     port_range,
     release_fields,
     resource_limits,
     rule,
     s3_bucket_name,
+    split_count,
     storage_request,
     system_namespace,
     training_image_tag,
@@ -258,21 +257,6 @@ def record_set(spec: KubeAwsSpec) -> Iterable[Violation]:
             f"{'both are' if None not in zones else 'neither is'} set")
 
 
-# PaddlePaddle's tutorial data image, whose get_data.sh the data gate follows.
-TUTORIAL_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
-
-
-@rule("split-count")
-def split_count(spec: KubeAwsSpec) -> Iterable[Violation]:
-    """With PaddlePaddle's tutorial data image, training.nodes is at least 2: its get_data.sh
-    computes the last part with `expr $SPLIT_COUNT - 1`, which exits 1 for 0, so under `set -e`
-    a single part fails the data Job although the data is complete."""
-    if spec.dataset.image == TUTORIAL_DATA_IMAGE and spec.training.nodes < 2:
-        yield ("training", "nodes"), (
-            f"{TUTORIAL_DATA_IMAGE} fails to split the data into 1 part (its get_data.sh exits 1 "
-            "on `expr 1 - 1`); use at least 2 nodes, or a data image of your own")
-
-
 # kube-aws v0.9.9 names the control plane's IAM role <cluster>-<nested stack>-<12-character
 # stack id>-<region>-<role> and checks it against IAM's limit (cfnresource/naming.go).
 V099_ROLE_NAME = "{cluster}-Controlplane-PRK1CVQNY7XZ-{region}-"
@@ -352,25 +336,6 @@ class KubeAwsPlan:
     training: PserverTraining
 
 
-def data_ready(job_dir: str, parts: int) -> DataGate:
-    """The shell test that holds once the data image's get_data.sh has finished the last part,
-    and its meaning.
-
-    get_data.sh (PaddlePaddle's k8s_data image) unpacks the data into 0/data, splits train.txt
-    into train.00000 ... train.<N-1>, renames train.00000 to train.txt, then for each part i
-    copies 0/data/* into i/data and renames i/data/train.<i> to train.txt. That copy brings
-    part 0's train.txt along first, so train.txt alone proves nothing: the last part is done
-    when its train.txt exists and its train.<N-1> is gone. With one part the rename in 0/data is
-    the last step; the archive is gone once the unpacking is over.
-    """
-    last = f"{job_dir}/{parts - 1}/data"
-    shard = f"train.{parts - 1:05d}"
-    test = '[ -f "$1/train.txt" ] && [ ! -e "$1/$2" ]'
-    if parts == 1:
-        test += ' && [ ! -e "$1/preprocessed_data.tar.gz" ]'
-    return DataGate(test, (last, shard), f"{last}/train.txt, with {last}/{shard} renamed to it")
-
-
 def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
     name, namespace, t = spec.metadata.name, spec.metadata.namespace, spec.training
     tgt = target(spec)
@@ -379,11 +344,7 @@ def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
     storage = spec.storage
     volume = EfsVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
                        storage.efs.dns_name, storage.capacity, storage.request)
-    data = DataJob(spec.dataset.job_name, spec.dataset.image, f"{DATA_MOUNT}/{name}", t.nodes,
-                   spec.dataset.active_deadline_seconds, resources_of(spec.dataset.resources),
-                   spec.dataset.ttl_seconds_after_finished)
-    training = pserver_training(name, t, ClaimVolume(storage.claim_name),
-                                data_ready(f"{t.job_path}/{name}", t.nodes), tgt.kube)
+    data, training = claim_jobs(name, storage.claim_name, spec.dataset, t, tgt.kube)
     names = aws_names(cluster)
     # one availability zone, one worker subnet (kube-aws's default network)
     stack = efs.EfsStack(names.efs_stack, names.efs_stack, cluster.name, worker_subnets=1)
@@ -511,7 +472,8 @@ def runbook(plan: KubeAwsPlan, manifest_paths: list[str]) -> str:
     name, key, group, stack = q(c.name), q(c.key_name), q(names.iam_group), q(names.efs_stack)
     version, kube = c.kube_aws_version, meta.target.kube
     p = rb.preamble(c.name, {"KUBECONFIG": '"$ASSETS/kubeconfig"',
-                             "AWS_DEFAULT_REGION": q(c.region)})
+                             "AWS_DEFAULT_REGION": q(c.region),
+                             "AWS_PROFILE": q(rb.user_profile(c.name))})
     outputs = f"aws cloudformation describe-stacks --stack-name {stack} --query"
     output = "\"Stacks[0].Outputs[?OutputKey=='{}'].OutputValue\" --output text"
     vpc = (f"aws ec2 describe-vpcs --filters Name=tag:Name,Values={q(c.name + '-vpc')} "
@@ -552,11 +514,9 @@ A group of its own holds the ten managed policies, so they do not count against 
 quota of ten.
 
 ```sh
-{p}{rb.iam_group(group_name, policies, "kube-aws")}```
+{p}{rb.AS_ADMINISTRATOR}{rb.iam_group(group_name, policies, "kube-aws")}```
 
-From here on, work as that user: create an access key for it
-(`aws iam create-access-key --user-name "$IAM_USER"`), `aws configure --profile` it, and
-`export AWS_PROFILE=` that profile in your shell.
+{rb.as_the_user(c.name)}
 
 ## 2. The key pair, the KMS key, the S3 bucket and the EFS file system ({c.region})
 
@@ -570,9 +530,7 @@ aws kms describe-key --key-id {q(names.kms_alias)} >/dev/null 2>&1 ||
     --description {q('kube-aws assets of ' + c.name)} --query KeyMetadata.KeyId --output text)"
 aws s3api head-bucket --bucket {q(plan.s3_bucket)} 2>/dev/null ||
   {{ aws s3 mb s3://{q(plan.s3_bucket)} && touch "$ASSETS/bucket-created"; }}
-aws cloudformation deploy --stack-name {stack} --template-file "$OUT/aws/efs.cfn.yaml" \\
-  --parameter-overrides {" ".join(f"{name}=" for name in efs.network_parameters(plan.efs_stack))}
-```
+{rb.deploy_efs(names.efs_stack, [f"{name}=" for name in efs.network_parameters(plan.efs_stack)])}```
 
 The first deploy of `aws/efs.cfn.yaml` makes the encrypted file system alone; step 6 gives it
 the cluster's network.
@@ -633,10 +591,8 @@ SUBNET_ID=$(aws ec2 describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
 WORKER_SG=$(aws ec2 describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
   Name=tag:Name,Values={q(c.name + "-sg-worker")} --query 'SecurityGroups[0].GroupId' \\
   --output text)
-aws cloudformation deploy --stack-name {stack} --template-file "$OUT/aws/efs.cfn.yaml" \\
-  --parameter-overrides VpcId="$VPC_ID" WorkerSecurityGroupId="$WORKER_SG" \\
-  {efs.subnet_parameter(1)}="$SUBNET_ID"
-```
+{rb.deploy_efs(names.efs_stack, ['VpcId="$VPC_ID"', 'WorkerSecurityGroupId="$WORKER_SG"',
+                                f'{efs.subnet_parameter(1)}="$SUBNET_ID"'])}```
 
 Its security group admits NFS (TCP 2049) from the workers' security group and nothing else.
 
@@ -683,7 +639,7 @@ its VPC while they use it; the bucket goes only if this runbook made it and it i
 the administrator:
 
 ```sh
-{p}{rb.iam_group_removed(group_name, policies)}```
+{p}{rb.AS_ADMINISTRATOR}{rb.iam_group_removed(group_name, policies)}```
 """
 
 
@@ -698,6 +654,7 @@ PROFILE = Profile(
     model=KubeAwsSpec,
     rules=(port_range, gradient_servers, worker_capacity,
            kube_version(target, "; cluster.kubeAwsVersion chooses the release"),
+           launcher_release(target),
            release_fields(target, JOBS), resource_limits(JOBS), job_names, split_count,
            zone_in_region, kms_key_arn, efs_region, storage_request, kube_aws_network,
            record_set, iam_role_name, aws_name_limits, s3_bucket_name, training_image_tag,

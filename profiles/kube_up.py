@@ -41,6 +41,7 @@ from paddlegen.compiler.render import to_yaml
 from paddlegen.compiler.rules import (
     gradient_servers,
     kube_version,
+    launcher_release,
     port_range,
     release_fields,
     resource_limits,
@@ -180,7 +181,8 @@ def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
     meta, c, training = plan.meta, plan.cluster, plan.training
     host_job_dir = f"{plan.host_path}/{training.name}"
     stack = q(plan.efs_stack.stack_name)
-    p = rb.preamble(c.name, {"AWS_DEFAULT_REGION": q(str(c.region))})
+    p = rb.preamble(c.name, {"AWS_DEFAULT_REGION": q(str(c.region)),
+                             "AWS_PROFILE": q(rb.user_profile(c.name))})
     vpc = (f"aws ec2 describe-vpcs --filters Name=tag:KubernetesCluster,Values={q(c.name)} "
            "--query 'Vpcs[0].VpcId' --output text")
     nodes = (f"aws ec2 describe-instances --filters Name=tag:Name,Values={q(c.name + '-minion')} "
@@ -207,10 +209,9 @@ ln -sf "$ASSETS/kubernetes/platforms/linux/amd64/kubectl" "$ASSETS/bin/kubectl"
 ## 1. IAM, as an administrator of the account: a group for the user that runs kube-up.sh
 
 ```sh
-{p}{rb.iam_group(group_name, policies, "kube-up.sh")}```
+{p}{rb.AS_ADMINISTRATOR}{rb.iam_group(group_name, policies, "kube-up.sh")}```
 
-From here on, work as that user (`aws configure --profile` it with an access key of its own, and
-`export AWS_PROFILE=` that profile).
+{rb.as_the_user(c.name)}
 
 ## 2. The cluster ({c.worker_count} nodes in {c.availability_zone})
 
@@ -229,10 +230,8 @@ SUBNET_ID=$(aws ec2 describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
 NODE_SG=$(aws ec2 describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
   Name=group-name,Values={q("kubernetes-minion-" + c.name)} --query 'SecurityGroups[0].GroupId' \\
   --output text)
-aws cloudformation deploy --stack-name {stack} --template-file "$OUT/aws/efs.cfn.yaml" \\
-  --parameter-overrides VpcId="$VPC_ID" WorkerSecurityGroupId="$NODE_SG" \\
-  {efs.subnet_parameter(1)}="$SUBNET_ID"
-EFS_DNS_NAME=$({efs_dns})
+{rb.deploy_efs(plan.efs_stack.stack_name, ['VpcId="$VPC_ID"', 'WorkerSecurityGroupId="$NODE_SG"',
+                                            f'{efs.subnet_parameter(1)}="$SUBNET_ID"'])}EFS_DNS_NAME=$({efs_dns})
 for ip in $({nodes}); do
   {ssh} \\
     {q("sudo apt-get install -y nfs-common && ")}"{mount}"
@@ -284,7 +283,7 @@ aws cloudformation wait stack-delete-complete --stack-name {stack}
 Last, as the administrator:
 
 ```sh
-{p}{rb.iam_group_removed(group_name, policies)}```
+{p}{rb.AS_ADMINISTRATOR}{rb.iam_group_removed(group_name, policies)}```
 """
 
 
@@ -298,6 +297,7 @@ PROFILE = Profile(
             "the hosts' EFS mount",
     model=KubeUpSpec,
     rules=(port_range, gradient_servers, worker_capacity, kube_version(target),
+           launcher_release(target),
            release_fields(target, ("training",)), resource_limits(("training",)),
            zone_in_region, s3_bucket_name, training_image_tag, system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,

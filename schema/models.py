@@ -145,6 +145,9 @@ class DatasetSettings(SpecModel):
     ttl_seconds_after_finished: Annotated[int | None, ttl("the data-preparation Job")] = None
 
 
+Launcher = Literal["seed", "indexed", "kubeflow"]
+
+
 class ClusterTraining(SpecModel):
     """The parameter-server training Job: one pserver and one trainer per pod."""
 
@@ -176,6 +179,11 @@ class ClusterTraining(SpecModel):
     resources: Resources = Field(description="CPU and memory of each trainer pod.")
     active_deadline_seconds: Annotated[int, deadline("the training Job")]
     ttl_seconds_after_finished: Annotated[int | None, ttl("the training Job")] = None
+    launcher: Launcher = Field(description=(
+        "How the trainers learn their ids and their peers: seed (the image's own start script: "
+        "ranks from the sorted pod IPs, read through the API server), indexed (an Indexed Job "
+        "and a headless Service: ranks are completion indexes, peers stable DNS names) or "
+        "kubeflow (Kubeflow's PaddleJob, with the same launcher script as indexed)."))
 
 
 class SpecBase(SpecModel):

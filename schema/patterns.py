@@ -55,6 +55,13 @@ S3_URI = grammar(
     r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]*)?$",
     "an S3 URI such as s3://my-bucket/prefix",
 )
+EKS_CLUSTER_NAME = grammar(
+    r"^[A-Za-z][A-Za-z0-9-]{0,99}$",
+    "an EKS cluster name: a letter, then up to 99 letters, digits or '-' (eksctl names its "
+    "CloudFormation stacks after it, which take no '_')",
+)
+FILE_SYSTEM_ID = grammar(r"^fs-[0-9a-f]{8,40}$",
+                         "an EFS file system id such as fs-0123456789abcdef0")
 INSTANCE_TYPE = grammar(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$", "an EC2 instance type such as m3.large")
 EFS_DNS_NAME = grammar(
     r"^fs-[0-9a-f]{8,40}\.efs\.[a-z]{2}(-gov)?-[a-z]+-[0-9]\.amazonaws\.com$",

@@ -1,9 +1,11 @@
-"""A stand-in for aws, kubectl, kube-aws, kube-up.sh, ssh, dig, curl and docker, for running the
-runbooks' blocks in tests: it logs its argv and prints what the real tool prints for the calls
-the runbooks make (a tab-padded `kube-aws status` included); any other call fails loudly.
+"""A stand-in for aws, kubectl, kube-aws, kube-up.sh, eksctl, ssh, dig, curl and docker, for
+running the runbooks' blocks in tests: it logs its argv and prints what the real tool prints for
+the calls the runbooks make (a tab-padded `kube-aws status` included); any other call fails
+loudly.
 
 Installed as one script under each tool's name (see tests/test_runbooks.py). Values that must
-agree with the spec come from the environment: STUB_KMS_ARN, STUB_EFS_DNS, STUB_KUBE_AWS.
+agree with the spec come from the environment: STUB_KMS_ARN, STUB_EFS_DNS, STUB_KUBE_AWS,
+STUB_FILE_SYSTEM (the eks stack's file system) and STUB_FILE_SYSTEM_OWNER (its owner tag).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ ELB = "paddle-cl-ElbAPISe-EEOI3EZPR86C-531251350.us-west-2.elb.amazonaws.com"
 def log(tool: str, argv: list[str]) -> None:
     with open(os.environ["STUB_LOG"], "a", encoding="utf-8") as handle:
         handle.write(json.dumps([tool, *argv]) + "\n")
+    if tool in ("aws", "eksctl"):  # and the AWS CLI profile each AWS call runs under
+        with open(os.environ["STUB_LOG"] + ".profiles", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps([os.environ.get("AWS_PROFILE", ""), tool, *argv]) + "\n")
 
 
 def tar_gz(members: dict[str, bytes], executable: bool = False) -> bytes:
@@ -75,13 +80,17 @@ def aws(argv: list[str]) -> int:
                      "detach-group-policy", "delete-group"},
              "kms": {"create-alias", "schedule-key-deletion", "delete-alias"},
              "ec2": {"delete-key-pair"}, "s3": {"mb", "rm", "rb"},
-             "cloudformation": {"delete-stack", "wait"}}
+             "cloudformation": {"delete-stack", "wait"}, "efs": {"delete-file-system"}}
     if (service, operation) == ("kms", "describe-key"):
         arn = os.environ["STUB_KMS_ARN"]
         print(arn if "Arn" in query else arn.rsplit("/", 1)[1])
     elif (service, operation) == ("cloudformation", "describe-stacks"):
         dns = os.environ["STUB_EFS_DNS"]
-        print(dns if "DnsName" in query else dns.split(".")[0])
+        print(os.environ["STUB_FILE_SYSTEM"] if "FileSystemId" in query and
+              os.environ.get("STUB_FILE_SYSTEM") else dns if "DnsName" in query
+              else dns.split(".")[0])
+    elif (service, operation) == ("efs", "describe-file-systems"):
+        print(os.environ.get("STUB_FILE_SYSTEM_OWNER", ""))
     elif (service, operation) in answers:
         print(answers[service, operation])
     elif operation not in quiet.get(service, set()):
@@ -116,7 +125,7 @@ def kubectl(argv: list[str]) -> int:
     elif verb == "exec" and "tar" in words:
         sys.stdout.buffer.write(tar_gz({"output/pass-00000/done": b"",
                                         "output/node_0/train.log": b"I1116 pass 0\n"}))
-    elif verb in ("logs", "delete", "describe", "wait"):
+    elif verb in ("logs", "delete", "describe", "wait", "apply", "rollout"):
         print(f"{verb} done")
     else:
         return fail(f"no answer for kubectl {' '.join(argv)}")
@@ -142,6 +151,10 @@ def curl(argv: list[str]) -> int:
     target = option(argv, "-o") or option(argv, "-fLo")
     if url.endswith("/kubectl") and target:
         Path(target).write_bytes(wrapper("kubectl"))
+    elif url.startswith("https://dl.k8s.io/release/stable-") and url.endswith(".txt"):
+        print(f"v{url.rsplit('stable-', 1)[1].removesuffix('.txt')}.2")
+    elif url.endswith("/eksctl_Linux_amd64.tar.gz"):
+        sys.stdout.buffer.write(tar_gz({"eksctl": wrapper("eksctl")}, True))
     elif url.endswith("kube-aws-linux-amd64.tar.gz"):
         sys.stdout.buffer.write(tar_gz({"linux-amd64/kube-aws": wrapper("kube-aws")}, True))
     elif url.endswith("/kubernetes.tar.gz"):
@@ -151,6 +164,15 @@ def curl(argv: list[str]) -> int:
             "kubernetes/platforms/linux/amd64/kubectl": wrapper("kubectl")}, True))
     else:
         return fail(f"no download {url}")
+    return 0
+
+
+def eksctl(argv: list[str]) -> int:
+    config = option(argv, "-f")
+    if config is None or not Path(config).is_file():
+        return fail(f"eksctl: no config file {config}", 1)
+    if argv[:2] not in (["create", "cluster"], ["delete", "cluster"]):
+        return fail(f"no answer for eksctl {' '.join(argv)}")
     return 0
 
 
@@ -171,7 +193,7 @@ def main() -> int:
         print("54.241.164.52\n54.67.102.112")
         return 0
     handlers = {"aws": aws, "kubectl": kubectl, "kube-aws": kube_aws, "curl": curl,
-                "kube-up.sh": kube_up, "kube-down.sh": kube_up}
+                "kube-up.sh": kube_up, "kube-down.sh": kube_up, "eksctl": eksctl}
     return handlers[tool](argv)
 
 

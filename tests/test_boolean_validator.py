@@ -12,15 +12,21 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator
+from jsonschema import Draft7Validator, Draft202012Validator
 
-from paddlegen.compiler.boolean_schema import boolean_validator, unsupported
+from paddlegen.compiler.boolean_schema import (
+    DRAFT_07,
+    DRAFT_2020_12,
+    boolean_validator,
+    unsupported,
+)
 from paddlegen.compiler.kube_schema import supported_versions
 
 import strategies  # noqa: F401  (loads the project's hypothesis profile)
 from conftest import ROOT
 
-VENDORED = ROOT / "schema" / "kubernetes"
+SCHEMAS = ROOT / "schema"
+VENDORED = SCHEMAS / "kubernetes"
 
 
 def jsonschema_valid(schema: Any, instance: Any) -> bool:
@@ -39,6 +45,12 @@ TREE: dict[str, Any] = {
         "children": {"type": "array", "items": {"$ref": "#/$defs/tree"}}}}}}
 
 CASES: list[tuple[Any, Any, bool]] = [
+    # pattern: Python's re.search, as jsonschema applies it; a non-string passes.
+    ({"pattern": "^[0-9]+$"}, "123", True),
+    ({"pattern": "^[0-9]+$"}, "12a", False),
+    ({"pattern": "b"}, "abc", True),
+    ({"pattern": "^x"}, 1, True),
+    ({"pattern": "^$"}, "\n", True),  # Python's $ matches before a final newline
     # JSON's types, as Draft 2020-12 has them: a boolean is no number; 1.0 is an integer.
     ({"type": "integer"}, 1, True),
     ({"type": "integer"}, 1.0, True),
@@ -142,7 +154,8 @@ def test_decides_as_jsonschema(schema: Any, instance: Any, valid: bool) -> None:
 UNDECIDED: list[Any] = [
     {"patternProperties": {"^x-": {}}},
     {"minimum": 0},
-    {"properties": {"a": {"pattern": "^a"}}},
+    {"properties": {"a": {"pattern": "(unclosed"}}},
+    {"pattern": 1},
     {"unevaluatedProperties": False},
     {"dependentRequired": {"a": ["b"]}},
     {"prefixItems": [{}]},
@@ -157,7 +170,7 @@ UNDECIDED: list[Any] = [
     {"$ref": "#/properties/a", "properties": {"a": {}}},
     {"properties": {"a": {"$defs": {}}}},  # definitions at the root only
     {"$defs": {"a": {"minLength": 1}}},  # unused, but still a part of the schema
-    {"$schema": "http://json-schema.org/draft-07/schema#"},
+    {"$schema": "http://json-schema.org/draft-04/schema#"},
     {"type": "strin"},
     {"type": ["string", 1]},
     {"required": "a"},
@@ -176,10 +189,10 @@ def test_what_it_does_not_implement_gets_no_boolean_validator(schema: Any) -> No
 
 
 def test_unsupported_says_where() -> None:
-    assert unsupported({"properties": {"a": {"pattern": "^a"}}, "$defs": {"b": {"minimum": 0}},
+    assert unsupported({"properties": {"a": {"minLength": 1}}, "$defs": {"b": {"minimum": 0}},
                         "x-anything": {"pattern": 1}}) == [
         "#/$defs/b/minimum: keyword not implemented",
-        "#/properties/a/pattern: keyword not implemented"]
+        "#/properties/a/minLength: keyword not implemented"]
 
 
 def vendored_files() -> list[str]:
@@ -197,7 +210,7 @@ def test_kubernetes_validate_own_files_go_to_jsonschema() -> None:
 
     release = next(v for v in supported_versions() if v not in ("1.5", "1.8", "1.33", "1.34",
                                                                 "1.35"))
-    [bundled] = sources(release)
+    bundled, *_crds = sources(release)
     assert bundled.shared_definitions
     schema = json.loads(bundled.file("batch/v1", "Job").read_bytes())
     assert boolean_validator(schema) is None
@@ -226,6 +239,7 @@ def leaf_schemas(refs: list[str]) -> st.SearchStrategy[Any]:
         "enum": st.lists(JSON_VALUES, max_size=3),
         "const": JSON_VALUES,
         "required": st.lists(NAMES, max_size=2, unique=True),
+        "pattern": st.sampled_from(["^a", "b$", "[0-9]", "^$", "a|^b", r"^\d+(\.\d+)?$"]),
         **({"$ref": st.sampled_from(refs)} if refs else {}),
     })
     return st.booleans() | st.builds(lambda k, a: {**k, **a}, keywords, ANNOTATED)
@@ -265,3 +279,24 @@ def documents(draw: st.DrawFn) -> Any:
 @given(documents(), JSON_VALUES)
 def test_random_schemas_are_decided_as_jsonschema_decides(schema: Any, instance: Any) -> None:
     assert decided(schema, instance) == jsonschema_valid(schema, instance)
+
+
+@settings(max_examples=150)
+@given(documents(), JSON_VALUES)
+def test_draft_07_schemas_are_decided_as_jsonschema_decides(schema: Any, instance: Any) -> None:
+    # eksctl's schema is draft-07: a $ref's siblings are ignored there
+    document = {**(schema if isinstance(schema, dict) else {"allOf": [schema]}),
+                "$schema": DRAFT_07}
+    assert decided(document, instance) == Draft7Validator(document).is_valid(instance)
+
+
+def test_in_draft_07_a_ref_ignores_its_siblings() -> None:
+    schema = {"$schema": DRAFT_07, "$ref": "#/definitions/s", "type": "integer",
+              "definitions": {"s": {"type": "string"}}}
+    assert decided(schema, "a") and not decided(schema, 1)
+    assert not decided({**schema, "$schema": DRAFT_2020_12}, "a")  # both apply in 2020-12
+
+
+def test_eksctl_schema_is_decided_by_the_boolean_validator() -> None:
+    assert unsupported(json.loads((SCHEMAS / "eksctl" / "clusterconfig-v1alpha5.json")
+                                  .read_bytes())) == []

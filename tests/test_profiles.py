@@ -25,7 +25,7 @@ def objects(profile: str) -> list[dict[str, Any]]:
 
 def test_every_profile_and_release_has_a_golden_example() -> None:
     assert sorted(p.parent.name for p in GOLDEN_SPECS) == [
-        "kube-aws", "kube-aws-v0.9.9", "kube-up", "local"]
+        "eks", "eks-kubeflow", "kube-aws", "kube-aws-v0.9.9", "kube-up", "local"]
     assert {build(p.read_bytes(), "spec.yaml").profile.name for p in GOLDEN_SPECS} == set(
         PROFILES)
 
@@ -148,7 +148,7 @@ def test_runbook_quotes_values_for_the_shell(tmp_path: Path) -> None:
 def test_kube_aws_runbook_steps_are_in_the_order_that_works() -> None:
     runbook = (GOLDEN / "kube-aws" / "out" / "RUNBOOK.md").read_text()
     steps = ["attach-group-policy", "add-user-to-group", "create-key-pair", "create-key ",
-             "cloudformation deploy --stack-name paddle-cluster-efs --template-file",
+             "cloudformation deploy --stack-name paddle-cluster-efs",
              "describe-stacks --stack-name paddle-cluster-efs", "paddlegen build --check",
              "put-group-policy", "kube-aws init", "render credentials --generate-ca",
              "render stack", "kube-aws up --s3-uri s3://paddle-kube-aws-assets/paddle-cluster",

@@ -19,14 +19,15 @@ from ruamel.yaml import YAML
 from conftest import GOLDEN, GOLDEN_SPECS
 
 STUB = Path(__file__).resolve().parent / "runbook_stub.py"
-TOOLS = ("aws", "kubectl", "kube-aws", "kube-up.sh", "kube-down.sh", "ssh", "dig", "curl", "docker")
+TOOLS = ("aws", "kubectl", "kube-aws", "kube-up.sh", "kube-down.sh", "eksctl", "ssh", "dig",
+         "curl", "docker")
 
 
 def blocks(runbook: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)```", runbook, re.S)
 
 
-def run_blocks(golden: str, tmp_path: Path) -> list[list[str]]:
+def run_blocks(golden: str, tmp_path: Path, **stub_env: str) -> list[list[str]]:
     """Run every block of golden's RUNBOOK.md in order, each in a new shell; the stubs' log."""
     spec = GOLDEN / golden / "spec.yaml"
     tree = tmp_path / "tree"
@@ -44,12 +45,15 @@ def run_blocks(golden: str, tmp_path: Path) -> list[list[str]]:
     (data / "0" / "data").mkdir(parents=True)
     values = YAML(typ="safe", pure=True).load(spec)
     env = {"HOME": str(tmp_path / "home"), "PATH": f"{stubs}:/usr/bin:/bin",
-           "STUB_LOG": str(tmp_path / "log"), "IAM_USER": "alice", "SPEC": str(tree / "spec.yaml"),
+           "STUB_LOG": str(tmp_path / "log"), "IAM_USER": "alice", "ADMIN_PROFILE": "admin",
+           "SPEC": str(tree / "spec.yaml"),
            "DATA_DIR": str(data), "LC_ALL": "C.UTF-8",
            "STUB_KMS_ARN": values.get("cluster", {}).get("kmsKeyArn", ""),
            "STUB_EFS_DNS": values.get("storage", {}).get("efs", {}).get(
                "dnsName", "fs-0a1b2c3d.efs.us-west-2.amazonaws.com"),
-           "STUB_KUBE_AWS": values.get("cluster", {}).get("kubeAwsVersion", "v0.9.1")}
+           "STUB_KUBE_AWS": values.get("cluster", {}).get("kubeAwsVersion", "v0.9.1"),
+           "STUB_FILE_SYSTEM": values.get("storage", {}).get("efs", {}).get(
+               "fileSystemId", "fs-0fedcba9876543210"), **stub_env}
     (tmp_path / "home").mkdir()
     runbook = (tree / "out" / "RUNBOOK.md").read_text()
     for number, block in enumerate(blocks(runbook), start=1):
@@ -58,8 +62,27 @@ def run_blocks(golden: str, tmp_path: Path) -> list[list[str]]:
                                 check=False)
         assert result.returncode == 0, f"block {number} failed:\n{block}\n{result.stderr}"
         assert "unbound variable" not in result.stderr
+    assert_profiles(tmp_path / "log.profiles", values.get("cluster", {}).get("name"))
     log = tmp_path / "log"
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+# What only an administrator does: the IAM group of the user that runs the cluster tool.
+ADMINISTRATOR_CALLS = {"get-group", "create-group", "attach-group-policy", "add-user-to-group",
+                       "remove-user-from-group", "detach-group-policy", "delete-group"}
+
+
+def assert_profiles(profiles: Path, cluster: str | None) -> None:
+    """The IAM group's set-up and removal run under ADMIN_PROFILE, and so does every other IAM
+    call unless the user's group has IAMFullAccess; every other AWS call runs under the profile
+    of the user the runbook sets up, in whatever block it is."""
+    calls = [json.loads(line) for line in profiles.read_text().splitlines()] \
+        if profiles.exists() else []
+    user_has_iam = any("arn:aws:iam::aws:policy/IAMFullAccess" in call for call in calls)
+    for profile, tool, *argv in calls:
+        iam = tool == "aws" and argv[0] == "iam"
+        administrator = iam and (argv[1] in ADMINISTRATOR_CALLS or not user_has_iam)
+        assert profile == ("admin" if administrator else f"paddlegen-{cluster}"), (tool, argv)
 
 
 def index(log: list[list[str]], *words: str) -> int:
@@ -109,6 +132,32 @@ def test_the_kube_up_runbook_runs_start_to_finish(tmp_path: Path) -> None:
     models = position(log, "kubectl", "tar czf -")
     assert models < position(log, "aws", "delete-stack --stack-name k8s-efs") \
         < position(log, "kube-down.sh", "")
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize(("golden", "made_here"), [("eks", False), ("eks-kubeflow", True)])
+def test_the_eks_runbook_runs_start_to_finish(golden: str, made_here: bool,
+                                              tmp_path: Path) -> None:
+    owner = "paddle-eks-efs" if made_here else ""
+    log = run_blocks(golden, tmp_path, STUB_FILE_SYSTEM_OWNER=owner)
+    cluster_made = position(log, "eksctl", "create cluster -f")
+    efs_deployed = position(log, "aws", "cloudformation deploy --stack-name paddle-eks-efs")
+    assert cluster_made < efs_deployed  # its network comes from eksctl's stack
+    # the spec's file system, or none: then the stack makes one
+    given = "FileSystemId=" + ("" if made_here else "fs-0123456789abcdef0")
+    assert log[efs_deployed][-1] == given
+    operator = [i for i, call in enumerate(log) if call[0] == "kubectl" and "-k" in call]
+    assert bool(operator) == (golden == "eks-kubeflow")
+    models = position(log, "kubectl", "tar czf -")
+    stack_deleted = position(log, "aws", "cloudformation delete-stack --stack-name paddle-eks-efs")
+    stack_gone = position(log, "aws", "wait stack-delete-complete --stack-name paddle-eks-efs")
+    cluster_deleted = position(log, "eksctl", "delete cluster -f")
+    assert models < stack_deleted < stack_gone < cluster_deleted
+    # the file system goes only if the stack made it, after its mount targets
+    deleted = [i for i, call in enumerate(log) if call[1:3] == ["efs", "delete-file-system"]]
+    assert deleted == ([deleted[0]] if made_here else [])
+    assert all(stack_gone < i < cluster_deleted for i in deleted)
+    assert position(log, "aws", "iam delete-group ") == len(log) - 1
 
 
 @pytest.mark.conformance

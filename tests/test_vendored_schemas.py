@@ -33,7 +33,8 @@ CORE_FILES = {"namespace-v1.json", "serviceaccount-v1.json", "configmap-v1.json"
 FILES_18 = CORE_FILES | {"role-rbac-v1.json", "rolebinding-rbac-v1.json",
                          "networkpolicy-networking-v1.json"}
 FILES = {"v1.5": CORE_FILES, "v1.8": FILES_18,
-         **{release: FILES_18 | {"storageclass-storage-v1.json"}
+         **{release: FILES_18 | {"storageclass-storage-v1.json",
+                                 "poddisruptionbudget-policy-v1.json"}
             for release in CURRENT_RELEASES}}
 ALL_FILES = [(release, name) for release in RELEASES for name in sorted(FILES[release])]
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -245,6 +246,7 @@ def test_root_keeps_the_source_definition_name(release: str, file_name: str, roo
     ("rolebinding-rbac-v1.json", "rbac.authorization.k8s.io", "RoleBinding"),
     ("networkpolicy-networking-v1.json", "networking.k8s.io", "NetworkPolicy"),
     ("storageclass-storage-v1.json", "storage.k8s.io", "StorageClass"),
+    ("poddisruptionbudget-policy-v1.json", "policy", "PodDisruptionBudget"),
 ])
 def test_current_root_is_the_kind(release: str, file_name: str, group: str, kind: str) -> None:
     schema = schema_of(release, file_name)

@@ -120,6 +120,7 @@ KINDS_18 = (
 KINDS_CURRENT = (
     *KINDS_18,
     Kind("StorageClass", "storage.k8s.io", "v1"),
+    Kind("PodDisruptionBudget", "policy", "v1"),
 )
 
 
