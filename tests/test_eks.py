@@ -86,6 +86,20 @@ def test_the_design_spec_builds_for_eks_1_33() -> None:
     assert result.warnings == ()
 
 
+@pytest.mark.parametrize("version", eks.EKS_VERSIONS)
+@pytest.mark.parametrize("launcher", ["seed", "indexed", "kubeflow"])
+def test_every_launcher_builds_strictly_valid_objects_for_every_eks_release(
+        version: str, launcher: str) -> None:
+    """build() checks every object against the release's schema (and the PaddleJob against the
+    CRD's), strictly, and the ClusterConfig against eksctl's: a refusal raises."""
+    raw = edited('kubeVersion: "1.34"', f'kubeVersion: "{version}"',
+                 SPEC.replace("launcher: indexed", f"launcher: {launcher}"))
+    result = build(raw, "spec.yaml")
+    assert result.plan.meta.target.kube.schema == version
+    [config] = [a.text for a in result.artifacts if a.path == eks.CLUSTER_CONFIG]
+    assert f"version: '{version}'" in config
+
+
 def test_the_golden_config_is_valid_for_eksctl_itself() -> None:
     config = YAML_SAFE.load(GOLDEN / "eks" / "out" / "aws" / "eksctl-cluster.yaml")
     schema = YAML_SAFE.load(ROOT / "schema" / "eksctl" / "clusterconfig-v1alpha5.json")
