@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -53,13 +54,21 @@ def environment() -> dict[str, str]:
 
 def cpu_run(command: Sequence[str], cwd: Path | None = None) -> tuple[float, int, bytes]:
     """CPU milliseconds (user + system), peak RSS in KiB, and stdout of one child process (and
-    the children it waited for)."""
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             cwd=cwd, env=environment())
-    assert child.stdout is not None
-    stdout = child.stdout.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
+    the children it waited for). A command that fails stops the benchmark: its numbers would
+    measure the failure."""
+    # stderr to a file, not a pipe: read only on failure, and never blocking the child
+    with tempfile.TemporaryFile() as stderr:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
+                                 env=environment())
+        assert child.stdout is not None
+        stdout = child.stdout.read()
+        child.stdout.close()
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            stderr.seek(0)
+            sys.exit(f"benchmark stopped: `{shlex.join(command)}` exited with "
+                     f"{child.returncode}\n{stderr.read().decode(errors='replace')}")
     return (usage.ru_utime + usage.ru_stime) * 1000, usage.ru_maxrss, stdout
 
 
@@ -177,8 +186,8 @@ def check_trees(scratch: Path, count: int, runs: int) -> Row:
     from paddlegen.compiler.writer import write_tree
 
     root = scratch / "check"
-    for path, raw in zip(written(root, distinct_specs(count)), distinct_specs(count),
-                         strict=True):
+    specs = distinct_specs(count)
+    for path, raw in zip(written(root, specs), specs, strict=True):
         write_tree(path.parent / "out", build(raw, str(path)).artifacts, force=False)
     cores = sorted(os.sched_getaffinity(0))
     one: list[float] = []

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -50,8 +48,16 @@ def outcomes(specs: list[tuple[str, bytes]], kube_version: str | None,
     in forked workers once the first has been built here, so they start with every model and
     schema validator it needed."""
     workers = min(usable_cpus(), len(specs) // SPECS_PER_WORKER)
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from (outcome(name, raw, kube_version, strict) for name, raw in specs)
+    serial = (outcome(name, raw, kube_version, strict) for name, raw in specs)
+    if workers < 2:
+        yield from serial
+        return
+    # Imported only for a pool: a few milliseconds that `check` of a few specs need not pay.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        yield from serial
         return
     (first_name, first_raw), rest = specs[0], specs[1:]
     yield outcome(first_name, first_raw, kube_version, strict)

@@ -7,17 +7,16 @@ release the profile targets, and adds what every tree has: the kustomization and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any
 
 from paddlegen.compiler.artifact import K8S_DIR, KUSTOMIZATION, MANIFEST, Artifact
-from paddlegen.compiler.problems import Position, Problem
+from paddlegen.compiler.loader import load_text
+from paddlegen.compiler.problems import SCHEMA_RULE, Position, Problem, dotted
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import to_yaml, yaml_stream
 from paddlegen.compiler.spec import load_spec
-
-SCHEMA_RULE = "kube-schema"
 
 
 @dataclass(frozen=True)
@@ -54,21 +53,12 @@ class Build:
         return yaml_stream([m.text for m in self.manifests])
 
 
-class Checked(NamedTuple):
-    """A spec's profile, plan and objects, the objects checked against their release."""
-
-    profile: Profile[Any, Any]
-    plan: Any
-    manifests: tuple[Manifest, ...]
-    warnings: tuple[Problem, ...]
-
-
 def build(raw: bytes, filename: str, kube_version: str | None = None,
           strict: bool = False) -> Build:
     """Compile a spec file's bytes. Raises SpecError or ManifestError."""
-    profile, plan, manifests, warnings = checked(raw, filename, kube_version, strict)
-    artifacts = tuple(sorted(emit(profile, plan, manifests), key=lambda a: a.path))
-    return Build(profile, plan, manifests, artifacts, warnings)
+    result = checked(raw, filename, kube_version, strict)
+    artifacts = sorted(emit(result.profile, result.plan, result.manifests), key=lambda a: a.path)
+    return replace(result, artifacts=tuple(artifacts))
 
 
 def validate(raw: bytes, filename: str, kube_version: str | None = None,
@@ -78,7 +68,9 @@ def validate(raw: bytes, filename: str, kube_version: str | None = None,
     return checked(raw, filename, kube_version, strict).warnings
 
 
-def checked(raw: bytes, filename: str, kube_version: str | None, strict: bool) -> Checked:
+def checked(raw: bytes, filename: str, kube_version: str | None, strict: bool) -> Build:
+    """The spec's profile, plan and objects, the objects checked against their release; no
+    artifacts yet."""
     profile, spec, warnings = load_spec(raw, filename, strict, kube_version)
     plan = profile.derive(spec)
     manifests = manifest_files(profile.objects(plan))
@@ -87,7 +79,7 @@ def checked(raw: bytes, filename: str, kube_version: str | None, strict: bool) -
     if found:
         raise ManifestError([violation_problem(Manifest(f.path, f.data), f.where, f.message)
                              for f in found])
-    return Checked(profile, plan, manifests, warnings)
+    return Build(profile, plan, manifests, (), warnings)
 
 
 def explain(raw: bytes, filename: str) -> Explanation:
@@ -117,9 +109,6 @@ def check_manifests(manifests: tuple[Manifest, ...], schema: str) -> None:
 
 def violation_problem(manifest: Manifest, path: tuple[str | int, ...], message: str) -> Problem:
     """A violation positioned in the generated file (parsed again only on this failure path)."""
-    from paddlegen.compiler.loader import load_text
-    from paddlegen.compiler.problems import dotted
-
     position = load_text(manifest.text.encode(), manifest.path).position(path)
     kind = f"{manifest.obj['kind']}/{manifest.obj['metadata']['name']}"
     return Problem(position, dotted(path) or kind, SCHEMA_RULE, f"{kind}: {message}")

@@ -10,7 +10,6 @@ eks (`eks_template`): deployed once, after eksctl, whose stack's exports give it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 NFS_PORT = 2049
@@ -18,29 +17,16 @@ NFS_PORT = 2049
 OWNER_TAG = "paddlegen.io/stack"
 
 
-@dataclass(frozen=True)
-class EfsStack:
-    """What the template needs to know: its names and how many worker subnets there are."""
-
-    stack_name: str
-    name: str  # the file system's and the security group's Name tag
-    cluster: str
-    worker_subnets: int
+# kube-aws and kube-up make one worker subnet (in the cluster's one zone): one mount target.
+WORKER_SUBNET = "WorkerSubnet1"
+# The parameters that name the cluster's network: all empty on the first deploy.
+NETWORK_PARAMETERS = ("VpcId", "WorkerSecurityGroupId", WORKER_SUBNET)
 
 
-def subnet_parameter(index: int) -> str:
-    return f"WorkerSubnet{index}"
-
-
-def network_parameters(stack: EfsStack) -> list[str]:
-    """The parameters that name the cluster's network: all empty on the first deploy."""
-    return ["VpcId", "WorkerSecurityGroupId",
-            *(subnet_parameter(i) for i in range(1, stack.worker_subnets + 1))]
-
-
-def template(stack: EfsStack) -> dict[str, Any]:
+def template(cluster: str, stack: str) -> dict[str, Any]:
+    """aws/efs.cfn.yaml of kube-aws and kube-up; `stack` also names the file system and its
+    security group."""
     in_cluster = {"Condition": "InCluster"}
-    subnets = [subnet_parameter(i) for i in range(1, stack.worker_subnets + 1)]
     parameters: dict[str, Any] = {
         "VpcId": {"Type": "String", "AllowedPattern": "^(vpc-[0-9a-f]+)?$",
                   "Description": "The cluster's VPC; empty on the first deploy, which makes "
@@ -49,9 +35,8 @@ def template(stack: EfsStack) -> dict[str, Any]:
                                   "AllowedPattern": "^(sg-[0-9a-f]+)?$",
                                   "Description": "The security group of the cluster's workers: "
                                                  "the only one NFS is open to."},
-        **{name: {"Type": "String", "AllowedPattern": "^(subnet-[0-9a-f]+)?$",
-                  "Description": "A subnet of the workers, for a mount target."}
-           for name in subnets},
+        WORKER_SUBNET: {"Type": "String", "AllowedPattern": "^(subnet-[0-9a-f]+)?$",
+                        "Description": "A subnet of the workers, for a mount target."},
     }
     resources: dict[str, Any] = {
         "FileSystem": {
@@ -62,14 +47,14 @@ def template(stack: EfsStack) -> dict[str, Any]:
                 "Encrypted": True,
                 "PerformanceMode": "generalPurpose",
                 "ThroughputMode": "bursting",
-                "FileSystemTags": [{"Key": "Name", "Value": stack.name}],
+                "FileSystemTags": [{"Key": "Name", "Value": stack}],
             },
         },
         "SecurityGroup": {
             "Type": "AWS::EC2::SecurityGroup",
             **in_cluster,
             "Properties": {
-                "GroupDescription": f"NFS to {stack.name} from the workers of {stack.cluster}",
+                "GroupDescription": f"NFS to {stack} from the workers of {cluster}",
                 "VpcId": {"Ref": "VpcId"},
                 "SecurityGroupIngress": [{
                     "Description": "NFS from the workers", "IpProtocol": "tcp",
@@ -78,19 +63,20 @@ def template(stack: EfsStack) -> dict[str, Any]:
                 # A mount target opens no connections; NFS answers belong to the workers' ones.
                 "SecurityGroupEgress": [{
                     "Description": "none", "IpProtocol": "-1", "CidrIp": "127.0.0.1/32"}],
-                "Tags": [{"Key": "Name", "Value": stack.name}],
+                "Tags": [{"Key": "Name", "Value": stack}],
             },
         },
-        **{f"MountTarget{i}": {
+        "MountTarget1": {
             "Type": "AWS::EFS::MountTarget",
             **in_cluster,
-            "Properties": {"FileSystemId": {"Ref": "FileSystem"}, "SubnetId": {"Ref": subnet},
+            "Properties": {"FileSystemId": {"Ref": "FileSystem"},
+                           "SubnetId": {"Ref": WORKER_SUBNET},
                            "SecurityGroups": [{"Ref": "SecurityGroup"}]},
-        } for i, subnet in enumerate(subnets, start=1)},
+        },
     }
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
-        "Description": f"Shared volume of {stack.cluster}: encrypted EFS, NFS from the workers "
+        "Description": f"Shared volume of {cluster}: encrypted EFS, NFS from the workers "
                        "only (paddlegen)",
         "Parameters": parameters,
         "Conditions": {"InCluster": {"Fn::Not": [{"Fn::Equals": [{"Ref": "VpcId"}, ""]}]}},

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from paddlegen.compiler.boolean_schema import Check, boolean_validator, reject
-from paddlegen.compiler.kube_schema import Violation
+from paddlegen.compiler.kube_schema import Violation, in_path_order, schema_package
 
 SCHEMA = "clusterconfig-v1alpha5.json"
 ORIGIN = "eksctl v0.230.0's ClusterConfig schema"
@@ -19,7 +18,7 @@ ORIGIN = "eksctl v0.230.0's ClusterConfig schema"
 @cache
 def _schema() -> dict[str, Any]:
     schema: dict[str, Any] = json.loads(
-        resources.files("paddlegen.schema").joinpath(f"eksctl/{SCHEMA}").read_bytes())
+        (schema_package() / "eksctl" / SCHEMA).read_bytes())
     return schema
 
 
@@ -39,4 +38,4 @@ def violations(config: dict[str, Any]) -> list[Violation]:
     validator = Draft7Validator(_schema(), registry=Registry())
     found = [Violation(tuple(error.absolute_path), f"{error.message} ({ORIGIN})")
              for error in validator.iter_errors(config)]
-    return sorted(found, key=lambda v: (tuple(map(str, v.path)), v.message))
+    return in_path_order(found)

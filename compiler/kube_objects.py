@@ -21,6 +21,7 @@ from paddlegen.compiler.plan import (
     HostVolume,
     Meta,
     PodReader,
+    Port,
     PserverTraining,
 )
 from paddlegen.compiler.render import Block
@@ -102,9 +103,12 @@ def persistent_volume_claim(meta: Meta, efs: EfsVolume | EfsCsiVolume) -> Object
             "metadata": metadata(meta, efs.claim_name, component="storage"), "spec": spec}
 
 
-def pod_reader(meta: Meta, reader: PodReader) -> list[Object]:
+def pod_reader(meta: Meta, reader: PodReader | None) -> list[Object]:
     """The seed entry point lists the job's pods (labelSelector=job-name=<name>) to rank the
-    trainers by IP: an account of their own that may read pods and nothing else."""
+    trainers by IP: an account of their own that may read pods and nothing else (none where
+    the plan has no reader)."""
+    if reader is None:
+        return []
     account = {"apiVersion": "v1", "kind": "ServiceAccount",
                "metadata": metadata(meta, reader.account, component="trainer")}
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -151,10 +155,8 @@ def data_job(meta: Meta, data: DataJob, claim_name: str) -> Object:
         "volumeMounts": [{"name": VOLUME_NAME, "mountPath": DATA_MOUNT}],
     }
     pod: Object = {"containers": [container], "volumes": [claim_volume(claim_name)]}
-    if meta.target.kube.automount_token_field:
-        pod = {"automountServiceAccountToken": False, **pod}  # it never talks to the API
-    return job(meta, data.name, "data", pod, deadline_seconds=data.deadline_seconds,
-               ttl_seconds=data.ttl_seconds)
+    return job(meta, data.name, "data", without_api_token(meta, pod),
+               deadline_seconds=data.deadline_seconds, ttl_seconds=data.ttl_seconds)
 
 
 def training_job(meta: Meta, training: PserverTraining) -> Object:
@@ -395,16 +397,24 @@ def job(meta: Meta, name: str, component: str, pod: Object, *, parallelism: int 
             "metadata": metadata(meta, name, component=component), "spec": spec}
 
 
-def network_policy(meta: Meta, ports: tuple[int, ...]) -> list[Object]:
+def without_api_token(meta: Meta, pod: Object) -> Object:
+    """A pod that never talks to the API server gets no token, where the release can say so."""
+    if meta.target.kube.automount_token_field:
+        return {"automountServiceAccountToken": False, **pod}
+    return pod
+
+
+def network_policy(meta: Meta, ports: tuple[Port, ...]) -> list[Object]:
     """Traffic to the job's pods only from its trainers, and only to the pserver ports (none at
     all when there are none); where the release has networking.k8s.io/v1. It takes a CNI that
     enforces NetworkPolicies (the runbooks say so)."""
     if not meta.target.kube.network_policy_v1:
         return []
     job = {"matchLabels": {"app.kubernetes.io/instance": meta.name}}
-    trainers = {"matchLabels": {**job["matchLabels"], "app.kubernetes.io/component": "trainer"}}
+    trainers = {"matchLabels": trainer_selector(meta)}
     ingress = [{"from": [{"podSelector": trainers}],
-                "ports": [{"protocol": "TCP", "port": port} for port in ports]}] if ports else []
+                "ports": [{"protocol": "TCP", "port": port.number} for port in ports]}] \
+        if ports else []
     return [{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
              "metadata": metadata(meta, meta.name), "spec": {
                  "podSelector": job, "policyTypes": ["Ingress"], "ingress": ingress}}]

@@ -21,12 +21,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from paddlegen.compiler.boolean_schema import Check, boolean_validator, reject
+from paddlegen.compiler.problems import dotted
 
 # Pod templates of 1.4 and 1.5 carry init containers as JSON in this annotation.
 INIT_CONTAINERS_ANNOTATION = "pod.beta.kubernetes.io/init-containers"
@@ -39,6 +41,11 @@ class UnsupportedVersion(ValueError):
 class Violation(NamedTuple):
     path: tuple[str | int, ...]  # into the object
     message: str
+
+
+def in_path_order(found: Iterable[Violation]) -> list[Violation]:
+    """Violations sorted by path (its parts compared as text), then message."""
+    return sorted(found, key=lambda v: (tuple(map(str, v.path)), v.message))
 
 
 @dataclass(frozen=True)
@@ -73,10 +80,15 @@ def _kubernetes_validate_root() -> Path | None:
 
 
 @cache
-def _vendored_root() -> Path:
+def schema_package() -> Path:
+    """The directory of paddlegen.schema, which holds every vendored schema."""
     package = _package_directory("paddlegen.schema")
     assert package is not None, "paddlegen.schema is paddlegen's own package"
-    return package / "kubernetes"
+    return package
+
+
+def _vendored_root() -> Path:
+    return schema_package() / "kubernetes"
 
 
 # Old releases, vendored from other sources than kubernetes-validate's current files.
@@ -145,7 +157,7 @@ def source(version: str) -> SchemaSource:
 def extra_sources() -> tuple[SchemaSource, ...]:
     """Searched after the release's own sources, for kinds it does not define: the vendored
     schemas of custom resources (schema/kubeflow/ORIGIN.md)."""
-    return (SchemaSource(_vendored_root().parent / "kubeflow",
+    return (SchemaSource(schema_package() / "kubeflow",
                          "the PaddleJob CRD of Kubeflow's training operator v1.9.4, strict"),)
 
 
@@ -228,7 +240,7 @@ def violations(obj: dict[str, Any], version: str) -> list[Violation]:
     found = [Violation(tuple(error.absolute_path), error.message)
              for error in validator.iter_errors(obj)]
     found += _init_container_violations(obj, version)
-    return sorted(found, key=lambda v: (tuple(map(str, v.path)), v.message))
+    return in_path_order(found)
 
 
 def _init_containers_text(obj: dict[str, Any]) -> Any:
@@ -239,16 +251,27 @@ def _init_containers_text(obj: dict[str, Any]) -> Any:
     return node.get(INIT_CONTAINERS_ANNOTATION) if isinstance(node, dict) else None
 
 
-def _init_containers_pass(obj: dict[str, Any], version: str) -> bool:
-    """Whether the boolean validator finds every container of the annotation (if any) valid."""
+def _init_containers(obj: dict[str, Any]) -> list[Any] | str | None:
+    """The containers of the object's init-containers annotation: None without the annotation,
+    why not where it holds no JSON list."""
     text = _init_containers_text(obj)
     if text is None:
-        return True
-    container = _kind_schema(version, "v1", "Container")
+        return None
     try:
         containers = json.loads(text)
-    except (TypeError, ValueError):
-        return False
+    except (TypeError, ValueError) as error:  # TypeError: not a string (the schema says so too)
+        return f"not JSON: {error}"
+    if not isinstance(containers, list):
+        return "not a JSON list of containers"
+    return containers
+
+
+def _init_containers_pass(obj: dict[str, Any], version: str) -> bool:
+    """Whether the boolean validator finds every container of the annotation (if any) valid."""
+    containers = _init_containers(obj)
+    if containers is None:
+        return True
+    container = _kind_schema(version, "v1", "Container")
     return (container is not None and isinstance(containers, list)
             and all(map(container.passes, containers)))
 
@@ -257,22 +280,14 @@ def _init_container_violations(obj: dict[str, Any], version: str) -> list[Violat
     """The containers inside the init-containers annotation, checked as containers."""
     path: tuple[str | int, ...] = ("spec", "template", "metadata", "annotations",
                                    INIT_CONTAINERS_ANNOTATION)
-    text = _init_containers_text(obj)
-    if text is None:
+    containers = _init_containers(obj)
+    if containers is None:
         return []
-    try:
-        containers = json.loads(text)
-    except (TypeError, ValueError) as error:  # TypeError: not a string (the schema says so too)
-        return [Violation(path, f"not JSON: {error}")]
-    if not isinstance(containers, list):
-        return [Violation(path, "not a JSON list of containers")]
+    if isinstance(containers, str):
+        return [Violation(path, containers)]
     validator = _validator(version, "v1", "Container")
     if validator is None:
         return [Violation(path, f"no Container schema for Kubernetes {version}")]
-    return [Violation(path, f"[{index}]{_dotted(error.absolute_path)}: {error.message}")
+    return [Violation(path, f"{dotted((index, *error.absolute_path))}: {error.message}")
             for index, container in enumerate(containers)
             for error in validator.iter_errors(container)]
-
-
-def _dotted(path: Any) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)

@@ -358,13 +358,18 @@ def _implicit_tag_12(kind: str, value: str | None, implicit: Any) -> str:
     return _resolve(_yaml12().resolver, kind, value, implicit)
 
 
+@cache
+def _yaml11_resolver() -> Any:
+    """YAML 1.1's resolver; resolving keeps no state from one value to the next."""
+    from ruamel.yaml.resolver import VersionedResolver
+
+    return VersionedResolver(version=(1, 1))
+
+
 @lru_cache(maxsize=4096)
 def yaml11_bool(value: str) -> bool:
     """Whether YAML 1.1 tools (kubectl, kube-aws) read this plain scalar as a boolean."""
-    from ruamel.yaml.resolver import VersionedResolver
-
-    return _resolve(VersionedResolver(version=(1, 1)), "str", value, (True, False)) == \
-        f"{_TAG}bool"
+    return _resolve(_yaml11_resolver(), "str", value, (True, False)) == f"{_TAG}bool"
 
 
 # What libyaml (YAML 1.1) may read otherwise than ruamel's YAML 1.2 parser: tabs, anchor and

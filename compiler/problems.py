@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+# The rule of a generated object that breaks its release's schema (compiler/build.py).
+SCHEMA_RULE = "kube-schema"
 
 
 @dataclass(frozen=True, order=True)

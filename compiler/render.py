@@ -207,10 +207,12 @@ def _key(key: Any) -> str:
     kind = type(key)
     if kind is str:
         return _string_key(key)
-    if kind is Quoted or kind is Block:
+    if kind is Block:  # written as any string
+        return _string_key(str(key))
+    if kind is Quoted:
         if len(key) > _MAX_SIMPLE_KEY or _LINE_BREAK.search(key):
             raise Unsure("a long or multi-line key")  # ruamel writes an explicit "? key"
-        return _double_quoted(key) if kind is Quoted else _string(str(key))
+        return _double_quoted(key)
     raise Unsure(f"a {kind.__name__} key")  # not emitted by the builders
 
 

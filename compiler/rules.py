@@ -22,7 +22,6 @@ from paddlegen.compiler.targets import Target
 from paddlegen.schema.models import (
     ClusterTraining,
     DatasetSettings,
-    EfsStorage,
     Metadata,
     Scheduling,
 )
@@ -77,18 +76,6 @@ class ZonedCluster(Protocol):
 class WithZone(Protocol):
     @property
     def cluster(self) -> ZonedCluster: ...
-
-
-class RegionalCluster(Protocol):
-    @property
-    def region(self) -> str: ...
-
-
-class WithEfs(Protocol):
-    @property
-    def cluster(self) -> RegionalCluster: ...
-    @property
-    def storage(self) -> EfsStorage: ...
 
 
 class SizedStorage(Protocol):
@@ -330,15 +317,6 @@ def zone_in_region(spec: WithZone) -> Iterable[Violation]:
     if region is not None and region_of(zone) != region:
         yield ("cluster", "availabilityZone"), (
             f"{zone} is not in region {region}; use a zone such as {region}a")
-
-
-@rule("efs-region")
-def efs_region(spec: WithEfs) -> Iterable[Violation]:
-    """The EFS file system is in the cluster's region (NFS mounts do not cross regions)."""
-    region = spec.storage.efs.dns_name.split(".")[2]
-    if region != spec.cluster.region:
-        yield ("storage", "efs", "dnsName"), (
-            f"the file system is in {region} but the cluster in {spec.cluster.region}")
 
 
 @rule("storage-request")

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import textwrap
 from shlex import quote as q
-from typing import Any
 
 from paddlegen.compiler.explain import WIDTH, wrapped
-from paddlegen.compiler.kube_objects import MODELS_MOUNT
-from paddlegen.compiler.plan import EFS_MOUNT_OPTIONS, Meta, PserverTraining
+from paddlegen.compiler.kube_objects import MODELS_MOUNT, models_pod
+from paddlegen.compiler.plan import DATA_MOUNT, EFS_MOUNT_OPTIONS, DataJob, Meta, PserverTraining
 from paddlegen.compiler.render import to_yaml
-from paddlegen.compiler.targets import KubeRelease
 
 HEADER = """\
 # Runbook: {name} ({profile})
@@ -89,10 +87,25 @@ def deploy_efs(stack: str, overrides: list[str]) -> str:
                     f"--parameter-overrides {overrides[0]}", *overrides[1:]]) + "\n"
 
 
-def kubectl_install(kube: KubeRelease) -> str:
-    """Where to get the kubectl of the target release (kubectl supports one minor of skew)."""
-    return (f"curl -fLo kubectl https://dl.k8s.io/release/v{kube.version}/bin/linux/amd64/kubectl"
-            " && chmod +x kubectl")
+def stack_output(stack: str, key: str) -> str:
+    """The command that prints one output of a CloudFormation stack."""
+    return (f"aws cloudformation describe-stacks --stack-name {q(stack)} --query "
+            f"\"Stacks[0].Outputs[?OutputKey=='{key}'].OutputValue\" --output text")
+
+
+# The block after the one point where values from AWS flow back into the spec.
+REBUILD = ('SPEC="${SPEC:?set SPEC to the spec of this tree}"\n'
+           'paddlegen build "$SPEC" -o "$OUT" && paddlegen build --check "$SPEC" -o "$OUT"\n')
+
+
+def group_policy_put(group: str) -> str:
+    """The inline policy of the IAM group (aws/iam-policy.json), also its name."""
+    return (f"aws iam put-group-policy --group-name {q(group)} --policy-name {q(group)} \\\n"
+            '  --policy-document "file://$OUT/aws/iam-policy.json"\n')
+
+
+def group_policy_deleted(group: str) -> str:
+    return f"aws iam delete-group-policy --group-name {q(group)} --policy-name {q(group)}\n"
 
 
 def group_policies(action: str, group: str, names: tuple[str, ...]) -> str:
@@ -157,9 +170,10 @@ def follow_trainers(meta: Meta, training: PserverTraining, selector: str | None 
             f'{follow}   # or any other of "$@"\n')
 
 
-def copy_models(meta: Meta, training: PserverTraining, pod: dict[str, Any]) -> str:
+def copy_models(meta: Meta, training: PserverTraining) -> str:
     """Copy the output directory off the shared volume through a pod that mounts it, and check
     that it holds models, before anything is torn down."""
+    pod = models_pod(meta, training)
     name = pod["metadata"]["name"]
     archive = f'"$ASSETS/models-{training.name}.tar.gz"'
     phase = kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
@@ -193,6 +207,16 @@ def delete_load_balancers(vpc_lookup: str) -> str:
             f"VPC_ID=$({vpc_lookup})\n"
             f"until [ -z \"$({elbs} | tr '\\t' '\\n' | grep -E '^a[0-9a-f]{{31}}$')\" ]; do "
             "sleep 10; done\n")
+
+
+def data_parts(data: DataJob, training: PserverTraining) -> str:
+    """Where the data Job writes each trainer's part on EFS, where the trainers read it, and
+    where their output goes."""
+    return (f"The data Job splits the data into {data.split_count} parts, "
+            f"`{training.name}/0/data` to\n`{training.name}/{data.split_count - 1}/data` on EFS "
+            f"(it mounts EFS at `{DATA_MOUNT}`, the\ntrainers at `{training.job_path}`); the "
+            f"trainers wait for {training.data_ready.meaning}.\n"
+            + outputs(training, f"on EFS: `{training.name}/output/`"))
 
 
 def outputs(training: PserverTraining, where: str) -> str:

@@ -111,11 +111,6 @@ class KubeRelease:
         """`kubectl wait` (1.11)."""
         return self.since(11)
 
-    @property
-    def kubectl_kustomize(self) -> bool:
-        """`kubectl apply -k` (1.14)."""
-        return self.since(14)
-
 
 @dataclass(frozen=True)
 class Target:

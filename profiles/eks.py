@@ -24,18 +24,17 @@ from paddlegen.compiler.kube_objects import (
     efs_csi_volume,
     headless_service,
     launcher_config_map,
-    models_pod,
     namespace,
     network_policy,
     paddle_job,
     persistent_volume_claim,
     pod_disruption_budget,
     pod_reader,
+    trainer_selector,
     training_job,
 )
 from paddlegen.compiler.launcher import launcher_script
 from paddlegen.compiler.plan import (
-    DATA_MOUNT,
     DataJob,
     EfsCsiVolume,
     Meta,
@@ -230,14 +229,13 @@ def derive(spec: EksSpec) -> EksPlan:
 
 def objects(plan: EksPlan) -> list[Object]:
     meta, training, launch = plan.meta, plan.training, plan.training.launch
-    reader = pod_reader(meta, training.pod_reader) if training.pod_reader else []
     script = [launcher_config_map(meta, training, launcher_script(training))] \
         if launch.scripted else []
     service = [headless_service(meta, training)] if launch.service else []
     trainers = paddle_job(meta, training) if launch.operator else training_job(meta, training)
     return [*namespace(meta), *efs_csi_volume(meta, plan.volume),
-            persistent_volume_claim(meta, plan.volume), *reader, *script, *service,
-            *network_policy(meta, tuple(port.number for port in training.ports)),
+            persistent_volume_claim(meta, plan.volume), *pod_reader(meta, training.pod_reader),
+            *script, *service, *network_policy(meta, training.ports),
             *pod_disruption_budget(meta, training),
             data_job(meta, plan.data, plan.volume.claim_name), trainers]
 
@@ -376,13 +374,11 @@ def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
     meta, c, training, data = plan.meta, plan.cluster, plan.training, plan.data
     kube, operator = meta.target.kube, training.launch.operator
     *first, training_manifest = manifest_paths
-    stack, group, config = q(plan.efs_stack), q(plan.iam_group), f'"$OUT/{CLUSTER_CONFIG}"'
+    stack, config = q(plan.efs_stack), f'"$OUT/{CLUSTER_CONFIG}"'
     pre = rb.preamble(c.name, {"KUBECONFIG": '"$ASSETS/kubeconfig"',
                                "AWS_DEFAULT_REGION": q(c.region),
                                "AWS_PROFILE": q(rb.user_profile(c.name))})
-    file_system_of_stack = (
-        f"aws cloudformation describe-stacks --stack-name {stack} --query "
-        "\"Stacks[0].Outputs[?OutputKey=='FileSystemId'].OutputValue\" --output text")
+    file_system_of_stack = rb.stack_output(plan.efs_stack, "FileSystemId")
     given = plan.volume.file_system_id
     owner_of_file_system = (
         f'aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" --query '
@@ -408,9 +404,7 @@ chmod +x "$ASSETS/bin/kubectl"
         ("IAM, as an administrator of the account: a group for the user that runs eksctl", f"""\
 ```sh
 {pre}{rb.AS_ADMINISTRATOR}{rb.iam_group(plan.iam_group, MANAGED_POLICIES, "eksctl")}\
-aws iam put-group-policy --group-name {group} --policy-name {group} \\
-  --policy-document "file://$OUT/aws/iam-policy.json"
-```
+{rb.group_policy_put(plan.iam_group)}```
 
 {rb.as_the_user(c.name)}"""),
         (f"The cluster ({c.worker_count} {c.worker_instance_type} nodes in {zones})", f"""\
@@ -436,9 +430,7 @@ into each private subnet. If that printed a line, put that value in the spec, re
 check it, and go on with the rebuilt RUNBOOK.md:
 
 ```sh
-{pre}SPEC="${{SPEC:?set SPEC to the spec of this tree}}"
-paddlegen build "$SPEC" -o "$OUT" && paddlegen build --check "$SPEC" -o "$OUT"
-```"""),
+{pre}{rb.REBUILD}```"""),
     ]
     if operator:
         sections.append((f"Kubeflow's training operator {TRAINING_OPERATOR}", f"""\
@@ -446,24 +438,21 @@ paddlegen build "$SPEC" -o "$OUT" && paddlegen build --check "$SPEC" -o "$OUT"
 {pre}kubectl apply --server-side -k {q(OPERATOR_MANIFESTS)}
 kubectl --namespace=kubeflow rollout status deployment/training-operator --timeout=600s
 ```"""))
-    selector = (f"-l app.kubernetes.io/instance={q(meta.name)},"
-                "app.kubernetes.io/component=trainer")
+    selector = "-l " + ",".join(f"{key}={q(value)}"
+                                for key, value in trainer_selector(meta).items())
     sections += [
         ("Data and training", f"""\
 ```sh
 {pre}{rb.creates(first)}{rb.wait_for_job(meta, data.name)}{rb.creates([training_manifest])}\
 {rb.follow_trainers(meta, training, selector)}```
 
-The data Job splits the data into {data.split_count} parts, `{training.name}/0/data` to
-`{training.name}/{data.split_count - 1}/data` on EFS (it mounts EFS at `{DATA_MOUNT}`, the
-trainers at `{training.job_path}`); the trainers wait for {training.data_ready.meaning}.
-{rb.outputs(training, f"on EFS: `{training.name}/output/`")} {failures(meta, training)}
+{rb.data_parts(data, training)} {failures(meta, training)}
 
 The job's NetworkPolicy admits traffic to its pods only from its trainers, and only to the
 pserver ports; the VPC CNI's network policy agent enforces it."""),
         ("The models, off EFS before anything is deleted", f"""\
 ```sh
-{pre}{rb.copy_models(meta, training, models_pod(meta, training))}```
+{pre}{rb.copy_models(meta, training)}```
 
 Go on only if it said the models are safe."""),
         ("Teardown, in this order", f"""\
@@ -482,8 +471,7 @@ The file system goes only if this runbook's stack made it (its `{efs.OWNER_TAG}`
 brought stays. Last, as the administrator:
 
 ```sh
-{pre}{rb.AS_ADMINISTRATOR}\
-aws iam delete-group-policy --group-name {group} --policy-name {group}
+{pre}{rb.AS_ADMINISTRATOR}{rb.group_policy_deleted(plan.iam_group)}\
 {rb.iam_group_removed(plan.iam_group, MANAGED_POLICIES)}```"""),
     ]
     return rb.header(meta, "eks") + numbered(sections)

@@ -22,7 +22,6 @@ from paddlegen.compiler.explain import pserver_explanation
 from paddlegen.compiler.kube_objects import (
     Object,
     data_job,
-    models_pod,
     namespace,
     network_policy,
     persistent_volume,
@@ -31,7 +30,6 @@ from paddlegen.compiler.kube_objects import (
     training_job,
 )
 from paddlegen.compiler.plan import (
-    DATA_MOUNT,
     DataJob,
     EfsVolume,
     Meta,
@@ -45,7 +43,6 @@ from paddlegen.compiler.render import Quoted, to_json, to_yaml
 from paddlegen.compiler.rules import (
     Violation,
     dataset_image_tag,
-    efs_region,
     gradient_servers,
     job_names,
     kube_version,
@@ -196,6 +193,15 @@ def kms_key_arn(spec: KubeAwsSpec) -> Iterable[Violation]:
             f"the key belongs to account {account}, not accountId {cluster.account_id}")
 
 
+@rule("efs-region")
+def efs_region(spec: KubeAwsSpec) -> Iterable[Violation]:
+    """The EFS file system is in the cluster's region (NFS mounts do not cross regions)."""
+    region = spec.storage.efs.dns_name.split(".")[2]
+    if region != spec.cluster.region:
+        yield ("storage", "efs", "dnsName"), (
+            f"the file system is in {region} but the cluster in {spec.cluster.region}")
+
+
 @rule("kube-aws-network")
 def kube_aws_network(spec: KubeAwsSpec) -> Iterable[Violation]:
     """kube-aws's own network checks: vpcCIDR contains instanceCIDR; the VPC, pod and Service
@@ -329,7 +335,6 @@ class KubeAwsPlan:
     meta: Meta
     cluster: KubeAwsCluster  # the spec's settings, with worker_count resolved
     names: AwsNames
-    efs_stack: efs.EfsStack
     s3_bucket: str
     volume: EfsVolume  # the PersistentVolume of the file system
     data: DataJob
@@ -345,20 +350,15 @@ def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
     volume = EfsVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
                        storage.efs.dns_name, storage.capacity, storage.request)
     data, training = claim_jobs(name, storage.claim_name, spec.dataset, t, tgt.kube)
-    names = aws_names(cluster)
-    # one availability zone, one worker subnet (kube-aws's default network)
-    stack = efs.EfsStack(names.efs_stack, names.efs_stack, cluster.name, worker_subnets=1)
-    return KubeAwsPlan(meta_of(spec, tgt, t.image), cluster, names, stack,
+    return KubeAwsPlan(meta_of(spec, tgt, t.image), cluster, aws_names(cluster),
                        bucket_of(cluster.s3_uri), volume, data, training)
 
 
 def objects(plan: KubeAwsPlan) -> list[Object]:
     meta, training = plan.meta, plan.training
-    reader = pod_reader(meta, training.pod_reader) if training.pod_reader else []
-    ports = tuple(port.number for port in training.ports)
     return [*namespace(meta), persistent_volume(meta, plan.volume),
-            persistent_volume_claim(meta, plan.volume), *reader,
-            *network_policy(meta, ports),
+            persistent_volume_claim(meta, plan.volume), *pod_reader(meta, training.pod_reader),
+            *network_policy(meta, training.ports),
             data_job(meta, plan.data, plan.volume.claim_name), training_job(meta, training)]
 
 
@@ -463,19 +463,17 @@ def files(plan: KubeAwsPlan) -> dict[str, str]:
     cluster = CLUSTER_YAML[plan.cluster.kube_aws_version](plan.cluster)
     return {"aws/cluster.yaml": to_yaml(cluster),
             "aws/iam-policy.json": to_json(iam_policy(plan)),
-            EFS_TEMPLATE: to_yaml(efs.template(plan.efs_stack))}
+            EFS_TEMPLATE: to_yaml(efs.template(plan.cluster.name, plan.names.efs_stack))}
 
 
 def runbook(plan: KubeAwsPlan, manifest_paths: list[str]) -> str:
     meta, c, names, training, data = plan.meta, plan.cluster, plan.names, plan.training, plan.data
     *first, training_manifest = manifest_paths
-    name, key, group, stack = q(c.name), q(c.key_name), q(names.iam_group), q(names.efs_stack)
+    name, key, stack = q(c.name), q(c.key_name), q(names.efs_stack)
     version, kube = c.kube_aws_version, meta.target.kube
     p = rb.preamble(c.name, {"KUBECONFIG": '"$ASSETS/kubeconfig"',
                              "AWS_DEFAULT_REGION": q(c.region),
                              "AWS_PROFILE": q(rb.user_profile(c.name))})
-    outputs = f"aws cloudformation describe-stacks --stack-name {stack} --query"
-    output = "\"Stacks[0].Outputs[?OutputKey=='{}'].OutputValue\" --output text"
     vpc = (f"aws ec2 describe-vpcs --filters Name=tag:Name,Values={q(c.name + '-vpc')} "
            "--query 'Vpcs[0].VpcId' --output text")
     init_dns = ""
@@ -530,7 +528,7 @@ aws kms describe-key --key-id {q(names.kms_alias)} >/dev/null 2>&1 ||
     --description {q('kube-aws assets of ' + c.name)} --query KeyMetadata.KeyId --output text)"
 aws s3api head-bucket --bucket {q(plan.s3_bucket)} 2>/dev/null ||
   {{ aws s3 mb s3://{q(plan.s3_bucket)} && touch "$ASSETS/bucket-created"; }}
-{rb.deploy_efs(names.efs_stack, [f"{name}=" for name in efs.network_parameters(plan.efs_stack)])}```
+{rb.deploy_efs(names.efs_stack, [f"{name}=" for name in efs.NETWORK_PARAMETERS])}```
 
 The first deploy of `aws/efs.cfn.yaml` makes the encrypted file system alone; step 6 gives it
 the cluster's network.
@@ -540,7 +538,7 @@ the cluster's network.
 ```sh
 {p}KMS_KEY_ARN=$(aws kms describe-key --key-id {q(names.kms_alias)} --query KeyMetadata.Arn \\
   --output text)
-EFS_DNS_NAME=$({outputs} {output.format("DnsName")})
+EFS_DNS_NAME=$({rb.stack_output(names.efs_stack, "DnsName")})
 [ "$KMS_KEY_ARN" = {q(c.kms_key_arn)} ] || echo "cluster.kmsKeyArn: $KMS_KEY_ARN"
 [ "$EFS_DNS_NAME" = {q(plan.volume.server)} ] || echo "storage.efs.dnsName: $EFS_DNS_NAME"
 ```
@@ -549,16 +547,12 @@ If that printed a line, put that value in the spec, rebuild this tree, check it,
 the rebuilt RUNBOOK.md:
 
 ```sh
-{p}SPEC="${{SPEC:?set SPEC to the spec of this tree}}"
-paddlegen build "$SPEC" -o "$OUT" && paddlegen build --check "$SPEC" -o "$OUT"
-```
+{p}{rb.REBUILD}```
 
 ## 4. The inline policy: the cluster's stacks and this KMS key only
 
 ```sh
-{p}aws iam put-group-policy --group-name {group} --policy-name {group} \\
-  --policy-document "file://$OUT/aws/iam-policy.json"
-```
+{p}{rb.group_policy_put(names.iam_group)}```
 
 ## 5. The cluster ({c.worker_count} workers)
 
@@ -592,7 +586,7 @@ WORKER_SG=$(aws ec2 describe-security-groups --filters Name=vpc-id,Values="$VPC_
   Name=tag:Name,Values={q(c.name + "-sg-worker")} --query 'SecurityGroups[0].GroupId' \\
   --output text)
 {rb.deploy_efs(names.efs_stack, ['VpcId="$VPC_ID"', 'WorkerSecurityGroupId="$WORKER_SG"',
-                                f'{efs.subnet_parameter(1)}="$SUBNET_ID"'])}```
+                                f'{efs.WORKER_SUBNET}="$SUBNET_ID"'])}```
 
 Its security group admits NFS (TCP 2049) from the workers' security group and nothing else.
 
@@ -602,16 +596,13 @@ Its security group admits NFS (TCP 2049) from the workers' security group and no
 {p}{rb.creates(first)}{rb.wait_for_job(meta, data.name)}{rb.creates([training_manifest])}\
 {rb.follow_trainers(meta, training)}```
 
-The data Job splits the data into {data.split_count} parts, `{training.name}/0/data` to
-`{training.name}/{data.split_count - 1}/data` on EFS (it mounts EFS at `{DATA_MOUNT}`, the
-trainers at `{training.job_path}`); the trainers wait for {training.data_ready.meaning}.
-{rb.outputs(training, f"on EFS: `{training.name}/output/`")} {rb.failures(meta, training)}\
+{rb.data_parts(data, training)} {rb.failures(meta, training)}\
 {rb.network_policy_note(meta)}
 
 ## 8. The models, off EFS before anything is deleted
 
 ```sh
-{p}{rb.copy_models(meta, training, models_pod(meta, training))}```
+{p}{rb.copy_models(meta, training)}```
 
 Go on only if it said the models are safe.
 
@@ -631,8 +622,7 @@ aws kms schedule-key-deletion --key-id "$(aws kms describe-key --key-id {q(names
   --query KeyMetadata.KeyId --output text)" --pending-window-in-days 7
 aws kms delete-alias --alias-name {q(names.kms_alias)}
 aws ec2 delete-key-pair --key-name {key} && rm -f "$ASSETS/"{q(names.key_file)}
-aws iam delete-group-policy --group-name {group} --policy-name {group}
-```
+{rb.group_policy_deleted(names.iam_group)}```
 
 The Services' load balancers and the EFS stack go before the cluster's stack, which cannot delete
 its VPC while they use it; the bucket goes only if this runbook made it and it is empty. Last, as

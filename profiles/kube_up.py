@@ -20,7 +20,6 @@ from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.explain import pserver_explanation
 from paddlegen.compiler.kube_objects import (
     Object,
-    models_pod,
     namespace,
     network_policy,
     pod_reader,
@@ -113,7 +112,7 @@ class KubeUpPlan:
     meta: Meta
     cluster: KubeUpCluster  # the spec's settings, with worker_count and region resolved
     host_path: str  # EFS on every node
-    efs_stack: efs.EfsStack
+    efs_stack: str
     training: PserverTraining
 
 
@@ -128,17 +127,13 @@ def derive(spec: KubeUpSpec) -> KubeUpPlan:
     data_ready = DataGate('[ -d "$1" ]', (last_part,), f"the directory {last_part}")
     training = pserver_training(name, spec.training, HostVolume(spec.storage.host_path),
                                 data_ready, TARGET.kube)
-    # kube-up.sh makes one subnet, in its zone
-    stack = efs.EfsStack(f"{c.name}-efs", f"{c.name}-efs", c.name, worker_subnets=1)
     return KubeUpPlan(meta_of(spec, TARGET, spec.training.image), cluster,
-                      spec.storage.host_path, stack, training)
+                      spec.storage.host_path, f"{c.name}-efs", training)
 
 
 def objects(plan: KubeUpPlan) -> list[Object]:
-    reader = pod_reader(plan.meta, plan.training.pod_reader) if plan.training.pod_reader else []
-    ports = tuple(port.number for port in plan.training.ports)
-    return [*namespace(plan.meta), *reader,
-            *network_policy(plan.meta, ports),
+    return [*namespace(plan.meta), *pod_reader(plan.meta, plan.training.pod_reader),
+            *network_policy(plan.meta, plan.training.ports),
             training_job(plan.meta, plan.training)]
 
 
@@ -168,7 +163,7 @@ def kube_up_env(plan: KubeUpPlan) -> str:
 
 def files(plan: KubeUpPlan) -> dict[str, str]:
     return {"aws/kube-up.env": kube_up_env(plan),
-            "aws/efs.cfn.yaml": to_yaml(efs.template(plan.efs_stack))}
+            "aws/efs.cfn.yaml": to_yaml(efs.template(plan.cluster.name, plan.efs_stack))}
 
 
 # kube-up.sh's names (cluster/aws/util.sh, config-default.sh of v1.5): the key it makes the key
@@ -180,7 +175,7 @@ SSH_USER = "admin"
 def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
     meta, c, training = plan.meta, plan.cluster, plan.training
     host_job_dir = f"{plan.host_path}/{training.name}"
-    stack = q(plan.efs_stack.stack_name)
+    stack = q(plan.efs_stack)
     p = rb.preamble(c.name, {"AWS_DEFAULT_REGION": q(str(c.region)),
                              "AWS_PROFILE": q(rb.user_profile(c.name))})
     vpc = (f"aws ec2 describe-vpcs --filters Name=tag:KubernetesCluster,Values={q(c.name)} "
@@ -189,8 +184,7 @@ def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
              "Name=instance-state-name,Values=running "
              "--query 'Reservations[].Instances[].PublicIpAddress' --output text")
     ssh = f'ssh -i "{SSH_KEY}" -o StrictHostKeyChecking=accept-new {SSH_USER}@"$ip"'
-    efs_dns = (f"aws cloudformation describe-stacks --stack-name {stack} --query "
-               "\"Stacks[0].Outputs[?OutputKey=='DnsName'].OutputValue\" --output text")
+    efs_dns = rb.stack_output(plan.efs_stack, "DnsName")
     mount = rb.mount_command('"$EFS_DNS_NAME"', q(plan.host_path))
     group_name, policies = f"{c.name}-kube-up", MANAGED_POLICIES
     bucket = (f"aws s3 rm s3://{q(bucket_of(c.s3_uri))}/devel --recursive\n" if c.s3_uri else "")
@@ -230,8 +224,8 @@ SUBNET_ID=$(aws ec2 describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
 NODE_SG=$(aws ec2 describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
   Name=group-name,Values={q("kubernetes-minion-" + c.name)} --query 'SecurityGroups[0].GroupId' \\
   --output text)
-{rb.deploy_efs(plan.efs_stack.stack_name, ['VpcId="$VPC_ID"', 'WorkerSecurityGroupId="$NODE_SG"',
-                                            f'{efs.subnet_parameter(1)}="$SUBNET_ID"'])}EFS_DNS_NAME=$({efs_dns})
+{rb.deploy_efs(plan.efs_stack, ['VpcId="$VPC_ID"', 'WorkerSecurityGroupId="$NODE_SG"',
+                                            f'{efs.WORKER_SUBNET}="$SUBNET_ID"'])}EFS_DNS_NAME=$({efs_dns})
 for ip in $({nodes}); do
   {ssh} \\
     {q("sudo apt-get install -y nfs-common && ")}"{mount}"
@@ -264,7 +258,7 @@ tar -C "$DATA_DIR" -czf - . | {ssh} {q(unpack)}
 ## 6. The models, off EFS before anything is deleted
 
 ```sh
-{p}{rb.copy_models(meta, training, models_pod(meta, training))}```
+{p}{rb.copy_models(meta, training)}```
 
 Go on only if it said the models are safe.
 

@@ -12,7 +12,14 @@ from pydantic import Field
 
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.explain import common_facts
-from paddlegen.compiler.kube_objects import Object, host_volume, job, namespace, network_policy
+from paddlegen.compiler.kube_objects import (
+    Object,
+    host_volume,
+    job,
+    namespace,
+    network_policy,
+    without_api_token,
+)
 from paddlegen.compiler.plan import HostVolume, Meta, gflag, meta_of, resources_of
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.rules import (
@@ -132,8 +139,7 @@ def training_job(plan: LocalPlan) -> Object:
     }
     pod: Object = {"containers": [container],
                    "volumes": [host_volume("output", plan.output, plan.meta.target.kube)]}
-    if plan.meta.target.kube.automount_token_field:
-        pod = {"automountServiceAccountToken": False, **pod}
+    pod = without_api_token(plan.meta, pod)
     # the runbook builds the image and loads it into the cluster: there is nothing to pull
     return job(plan.meta, plan.meta.name, "trainer", pod,
                deadline_seconds=plan.deadline_seconds, backoff_limit=0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from hypothesis import HealthCheck, assume, settings
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from paddlegen.compiler.render import to_yaml
@@ -17,9 +17,6 @@ IMAGES = ["paddlepaddle/paddle-tutorial:k8s_train", "registry.example.com:5000/t
           "myorg/paddle-k8s-train:v1"]
 KUBE_AWS_VERSIONS = ["v0.9.1", "v0.9.9"]
 labels = st.from_regex(r"\A[a-z]([a-z0-9-]{0,55}[a-z0-9])?\Z")
-settings.register_profile("paddlegen", deadline=None, max_examples=60,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("paddlegen")
 
 
 def dump(data: dict[str, Any]) -> bytes:

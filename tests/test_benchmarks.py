@@ -3,6 +3,7 @@ timing belongs to benchmarks, not tests)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -15,6 +16,8 @@ ROWS = ["cold `build -o -`", "cold `validate`", "floor:", "warm build", "warm va
 
 
 @pytest.mark.conformance
+@pytest.mark.skipif(shutil.which("taskset") is None,
+                    reason="benchmarks/bench.py needs taskset (util-linux)")
 def test_the_benchmark_prints_every_row() -> None:
     result = subprocess.run([sys.executable, ROOT / "benchmarks" / "bench.py", "--pairs", "1",
                              "--specs", "8", "--trees", "16"], capture_output=True, text=True,

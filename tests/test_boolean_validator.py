@@ -22,7 +22,6 @@ from paddlegen.compiler.boolean_schema import (
 )
 from paddlegen.compiler.kube_schema import supported_versions
 
-import strategies  # noqa: F401  (loads the project's hypothesis profile)
 from conftest import ROOT
 
 SCHEMAS = ROOT / "schema"

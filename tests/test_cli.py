@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from paddlegen.compiler.build import build
 from paddlegen.compiler.writer import write_tree
 
-from conftest import GOLDEN_SPECS, ROOT, run_cli
+from conftest import GOLDEN_SPECS, PADDLEGEN, ROOT, kubectl_or_skip, run_cli
 
 ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<path>[\w.\[\]]+): .+$")
 
@@ -160,9 +160,7 @@ def test_a_foreign_file_is_never_overwritten_without_force(
 @pytest.mark.conformance
 @pytest.mark.parametrize("spec", GOLDEN_SPECS, ids=lambda p: p.parent.name)
 def test_kubectl_kustomize_renders_the_tree(spec: Path) -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
+    kubectl = kubectl_or_skip()
     out = spec.parent / "out"
     rendered = subprocess.run([kubectl, "kustomize", str(out)], capture_output=True, text=True,
                               check=True).stdout
@@ -197,7 +195,7 @@ def test_an_unreadable_file_does_not_hide_the_others(kube_aws_spec: Path, tmp_pa
 
 def test_endless_input_is_refused_after_reading_one_mebibyte() -> None:
     with open("/dev/zero", "rb") as zeros:
-        result = subprocess.run([sys.executable, "-m", "paddlegen.compiler", "validate", "-"],
+        result = subprocess.run([*PADDLEGEN, "validate", "-"],
                                 stdin=zeros, capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert "a spec may be at most 1048576" in result.stderr

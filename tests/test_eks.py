@@ -4,7 +4,6 @@ the PaddleJob checks against the training operator's CRD, the three launchers, t
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from paddlegen.compiler.problems import SpecError
 from paddlegen.compiler.writer import write_tree
 from paddlegen.profiles import eks
 
-from conftest import GOLDEN, ROOT
+from conftest import GOLDEN, ROOT, kubectl_or_skip
 
 SPEC = (GOLDEN / "eks" / "spec.yaml").read_text()
 # DESIGN.md's eks spec, with exactly these keys: it must build.
@@ -248,9 +247,7 @@ def test_explain_names_the_launcher_and_each_trainers_stable_name() -> None:
 @pytest.mark.conformance
 @pytest.mark.parametrize("launcher", ["seed", "indexed", "kubeflow"])
 def test_kubectl_kustomize_renders_every_launcher(launcher: str, tmp_path: Path) -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
+    kubectl = kubectl_or_skip()
     result = build(edited("  launcher: indexed\n", f"  launcher: {launcher}\n"), "spec.yaml")
     write_tree(tmp_path / "out", result.artifacts, force=False)
     rendered = subprocess.run([kubectl, "kustomize", str(tmp_path / "out")],

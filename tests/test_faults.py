@@ -21,7 +21,7 @@ import pytest
 from paddlegen.compiler import writer
 from paddlegen.compiler.build import build
 
-from conftest import GOLDEN, run_cli
+from conftest import GOLDEN, PADDLEGEN, run_cli
 
 KUBE_AWS = GOLDEN / "kube-aws" / "spec.yaml"  # writes aws/
 LOCAL = GOLDEN / "local" / "spec.yaml"  # writes no aws/
@@ -136,7 +136,7 @@ def test_concurrent_builds_of_two_specs_leave_one_whole_tree(tmp_path: Path) -> 
     out = tmp_path / "out"
     delays = random.Random(20).choices([i / 1000 for i in range(0, 151, 10)], k=20)
     for delay in delays:
-        first = subprocess.Popen([sys.executable, "-m", "paddlegen.compiler", "build", KUBE_AWS,
+        first = subprocess.Popen([*PADDLEGEN, "build", KUBE_AWS,
                                   "-o", out], stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
         second = run_cli("build", LOCAL, "-o", out)
@@ -237,12 +237,12 @@ def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
 
 def test_closed_stdin_and_stdout_are_clean_errors() -> None:
     closed_stdin = subprocess.run(
-        [sys.executable, "-m", "paddlegen.compiler", "validate", "-"], capture_output=True,
+        [*PADDLEGEN, "validate", "-"], capture_output=True,
         text=True, check=False, preexec_fn=lambda: os.close(0))
     assert closed_stdin.returncode == 2 and "standard input is closed" in closed_stdin.stderr
     no_traceback(closed_stdin)
     closed_stdout = subprocess.run(
-        [sys.executable, "-m", "paddlegen.compiler", "build", str(LOCAL), "-o", "-"],
+        [*PADDLEGEN, "build", str(LOCAL), "-o", "-"],
         stdout=None, stderr=subprocess.PIPE, text=True, check=False,
         preexec_fn=lambda: os.close(1))
     assert closed_stdout.returncode == 2 and "standard output is closed" in closed_stdout.stderr
@@ -253,7 +253,7 @@ def test_a_full_disk_on_stdout_is_a_clean_error() -> None:
     if not Path("/dev/full").exists():
         pytest.skip("this system has no /dev/full")
     with open("/dev/full", "w") as full:
-        result = subprocess.run([sys.executable, "-m", "paddlegen.compiler", "validate",
+        result = subprocess.run([*PADDLEGEN, "validate",
                                  "--format", "json", str(KUBE_AWS)], stdout=full,
                                 stderr=subprocess.PIPE, text=True, check=False)
     assert result.returncode == 2 and "cannot write to stdout" in result.stderr
@@ -263,7 +263,7 @@ def test_a_full_disk_on_stdout_is_a_clean_error() -> None:
 def test_ctrl_c_at_any_moment_exits_130_without_a_traceback() -> None:
     codes = []
     for delay in (0.03, 0.06, 0.1, 0.15):
-        child = subprocess.Popen([sys.executable, "-m", "paddlegen.compiler", "validate",
+        child = subprocess.Popen([*PADDLEGEN, "validate",
                                   str(KUBE_AWS)], stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
         child.send_signal(signal.SIGINT)
@@ -284,7 +284,7 @@ def test_ctrl_c_during_a_check_on_every_core_leaves_no_worker_behind(tmp_path: P
         spec.write_text(text.replace("name: paddle-cluster-job", f"name: job-{index}"))
         writer.write_tree(spec.parent / "out", build(spec.read_bytes(), str(spec)).artifacts,
                           force=False)
-    child = subprocess.Popen([sys.executable, "-m", "paddlegen.compiler", "check"], cwd=tmp_path,
+    child = subprocess.Popen([*PADDLEGEN, "check"], cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
     deadline = time.monotonic() + 10
@@ -311,7 +311,7 @@ def children_of(pid: int) -> list[int]:
 def unprivileged(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """paddlegen run by a user whom permissions bind (root reads everything): as nobody, when
     this runs as root."""
-    command = [sys.executable, "-m", "paddlegen.compiler", *args]
+    command = [*PADDLEGEN, *args]
     if ROOT_USER:
         setpriv = shutil.which("setpriv")
         if setpriv is None:

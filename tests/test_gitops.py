@@ -12,12 +12,7 @@ import pytest
 from paddlegen.compiler import writer
 from paddlegen.compiler.build import build
 
-from conftest import GOLDEN_SPECS, run_cli
-
-
-def tree(directory: Path) -> dict[str, bytes]:
-    return {p.relative_to(directory).as_posix(): p.read_bytes()
-            for p in sorted(directory.rglob("*")) if p.is_file()}
+from conftest import GOLDEN_SPECS, run_cli, tree
 
 
 def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(

@@ -12,12 +12,7 @@ import pytest
 
 from paddlegen.compiler.build import build
 
-from conftest import GOLDEN_SPECS, run_cli
-
-
-def tree(directory: Path) -> dict[str, bytes]:
-    return {path.relative_to(directory).as_posix(): path.read_bytes()
-            for path in sorted(directory.rglob("*")) if path.is_file()}
+from conftest import GOLDEN_SPECS, run_cli, tree
 
 
 @pytest.mark.parametrize("spec", GOLDEN_SPECS, ids=lambda p: p.parent.name)

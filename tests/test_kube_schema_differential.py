@@ -29,8 +29,7 @@ from paddlegen.compiler.kube_schema import (
     violations,
 )
 
-import strategies  # noqa: F401  (loads the project's hypothesis profile)
-from conftest import GOLDEN
+from conftest import GOLDEN_SPECS
 
 CURRENT_RELEASES = ("1.33", "1.34", "1.35")
 
@@ -41,10 +40,10 @@ Obj = TypeVar("Obj", dict[str, Any], list[Any])
 def golden_objects() -> list[tuple[str, dict[str, Any], str]]:
     """(name, object, its release) for every object of every golden build."""
     found = []
-    for golden in sorted(GOLDEN.iterdir()):
-        result = build((golden / "spec.yaml").read_bytes(), "spec.yaml")
+    for spec in GOLDEN_SPECS:
+        result = build(spec.read_bytes(), "spec.yaml")
         release = result.plan.meta.target.kube.schema
-        found += [(f"{golden.name}/{m.path}", m.obj, release) for m in result.manifests]
+        found += [(f"{spec.parent.name}/{m.path}", m.obj, release) for m in result.manifests]
     return found
 
 

@@ -15,7 +15,7 @@ from ruamel.yaml import YAML
 from paddlegen.compiler.build import build
 from paddlegen.profiles import PROFILES
 
-from conftest import GOLDEN, GOLDEN_SPECS, run_cli
+from conftest import GOLDEN, GOLDEN_SPECS, run_cli, sh_blocks
 
 
 def objects(profile: str) -> list[dict[str, Any]]:
@@ -123,7 +123,7 @@ def test_runbook_names_only_files_of_its_tree(spec: Path) -> None:
 @pytest.mark.parametrize("spec", GOLDEN_SPECS, ids=lambda p: p.parent.name)
 def test_runbook_commands_are_valid_shell(spec: Path) -> None:
     runbook = (spec.parent / "out" / "RUNBOOK.md").read_text()
-    blocks = re.findall(r"```sh\n(.*?)```", runbook, re.S)
+    blocks = sh_blocks(runbook)
     assert blocks
     for block in blocks:
         checked = subprocess.run(["bash", "-n"], input=block, text=True, capture_output=True,
@@ -140,7 +140,7 @@ def test_runbook_quotes_values_for_the_shell(tmp_path: Path) -> None:
     [runbook] = [a.text for a in build(spec.read_bytes(), "spec.yaml").artifacts
                  if a.path == "RUNBOOK.md"]
     assert "--key-name 'k $(touch pwned) x'" in runbook
-    for block in re.findall(r"```sh\n(.*?)```", runbook, re.S):
+    for block in sh_blocks(runbook):
         assert subprocess.run(["bash", "-n"], input=block, text=True,
                               check=False).returncode == 0
 

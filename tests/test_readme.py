@@ -9,17 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOLDEN, ROOT, run_cli
+from conftest import GOLDEN, ROOT, run_cli, sh_blocks
 
 README = (ROOT / "README.md").read_text()
 
 
-def blocks() -> list[str]:
-    return re.findall(r"```sh\n(.*?)```", README, re.S)
-
-
 def test_ci_runs_the_readme_test_command_and_times_each_part() -> None:
-    test_command = next(block for block in blocks() if "pytest" in block).strip()
+    test_command = next(block for block in sh_blocks(README) if "pytest" in block).strip()
     readme_parts = [part.strip() for part in test_command.split(" && ")]
     ci_lines = [line.removeprefix("time ")
                 for line in (ROOT / ".ci" / "run").read_text().splitlines()
@@ -32,11 +28,10 @@ def test_ci_runs_the_readme_test_command_and_times_each_part() -> None:
 
 def use_commands() -> list[list[str]]:
     """Each `paddlegen ...` of the Use section, as argv, without comments and redirections."""
-    use = README[README.index("## Use"):]
-    block = re.search(r"```sh\n(.*?)```", use, re.S)
-    assert block
+    use = sh_blocks(README[README.index("## Use"):])
+    assert use
     commands = []
-    for line in block[1].splitlines():
+    for line in use[0].splitlines():
         words = shlex.split(line, comments=True)
         if words[:1] == ["paddlegen"]:
             for end in ("|", ">"):
@@ -130,7 +125,7 @@ def test_explain_keeps_a_space_between_each_label_and_its_value() -> None:
 
 
 def test_the_bundled_example_command_runs(tmp_path: Path) -> None:
-    example = next(block for block in blocks() if "paddlegen build" in block).strip()
+    example = next(block for block in sh_blocks(README) if "paddlegen build" in block).strip()
     command = shlex.split(example.split(" && ")[-1])
     assert command[:2] == [".venv/bin/paddlegen", "build"] and command[-2:] == ["-o", "out/"]
     result = run_cli(*command[1:-1], tmp_path / "out", cwd=ROOT)

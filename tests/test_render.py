@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,9 +26,9 @@ from paddlegen.compiler import render
 from paddlegen.compiler.build import build
 from paddlegen.compiler.render import Block, Quoted, Unsure, fast_yaml, ruamel_yaml, to_yaml
 
-from conftest import GOLDEN_SPECS
+from conftest import GOLDEN_SPECS, kubectl_or_skip
 
-try:  # PyYAML: the YAML 1.1 reader many tools use (it comes with the test tools)
+try:  # PyYAML: the YAML 1.1 reader many tools use (declared in the test extra)
     pyyaml: Any = importlib.import_module("yaml")
 except ImportError:  # pragma: no cover
     pyyaml = None
@@ -292,13 +291,6 @@ def kustomized_data(kubectl: str, data: dict[str, str]) -> dict[str, str]:
     # 0b_ or 2001-12-14 21:59:43 -5, say); a ConfigMap's data is strings, so read it as such.
     data_read: dict[str, str] = YAML(typ="base").load(rendered)["data"]
     return data_read
-
-
-def kubectl_or_skip() -> str:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
-    return kubectl
 
 
 @pytest.mark.conformance

@@ -16,15 +16,11 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from conftest import GOLDEN, GOLDEN_SPECS
+from conftest import GOLDEN, GOLDEN_SPECS, sh_blocks
 
 STUB = Path(__file__).resolve().parent / "runbook_stub.py"
 TOOLS = ("aws", "kubectl", "kube-aws", "kube-up.sh", "kube-down.sh", "eksctl", "ssh", "dig",
          "curl", "docker")
-
-
-def blocks(runbook: str) -> list[str]:
-    return re.findall(r"```sh\n(.*?)```", runbook, re.S)
 
 
 def run_blocks(golden: str, tmp_path: Path, **stub_env: str) -> list[list[str]]:
@@ -56,7 +52,7 @@ def run_blocks(golden: str, tmp_path: Path, **stub_env: str) -> list[list[str]]:
                "fileSystemId", "fs-0fedcba9876543210"), **stub_env}
     (tmp_path / "home").mkdir()
     runbook = (tree / "out" / "RUNBOOK.md").read_text()
-    for number, block in enumerate(blocks(runbook), start=1):
+    for number, block in enumerate(sh_blocks(runbook), start=1):
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tree / "out",
                                 env=env, capture_output=True, text=True, timeout=60,
                                 check=False)
@@ -168,7 +164,7 @@ def test_the_local_runbook_runs_and_calls_no_aws(tmp_path: Path) -> None:
 
 def test_every_runbook_block_begins_with_the_same_line() -> None:
     for spec in GOLDEN_SPECS:
-        found = blocks((spec.parent / "out" / "RUNBOOK.md").read_text())
+        found = sh_blocks((spec.parent / "out" / "RUNBOOK.md").read_text())
         first_lines = {block.splitlines()[0] for block in found}
         assert len(first_lines) == 1, spec.parent.name
         assert first_lines.pop().startswith('OUT="$PWD"')
@@ -177,7 +173,7 @@ def test_every_runbook_block_begins_with_the_same_line() -> None:
 def test_no_block_depends_on_a_variable_set_by_an_earlier_block() -> None:
     for spec in GOLDEN_SPECS:
         set_so_far: set[str] = set()
-        for block in blocks((spec.parent / "out" / "RUNBOOK.md").read_text()):
+        for block in sh_blocks((spec.parent / "out" / "RUNBOOK.md").read_text()):
             assigned = set(re.findall(r"(?:^|[\s;(])([A-Z_]+)=", block))
             used = set(re.findall(r"\$\{?([A-Z_]+)", block)) - assigned - set(os.environ)
             assert used & set_so_far == set(), (spec.parent.name, block)
