@@ -1,9 +1,18 @@
 """Writing the output tree, and drift checks: one writer at a time, all or nothing, even on a crash.
 
-paddlegen owns exactly the files listed in `<out>/.paddlegen-manifest`. It never follows a symlink
-it did not create: every path it reads, replaces or removes, and each parent of it up to `out/`,
-is checked with lstat first, and a symlink or a non-directory where a directory belongs stops the
-build before anything moves.
+paddlegen owns exactly the files listed in `<out>/.paddlegen-manifest`. Everything in out/ that a
+build did not just write is untrusted input, since a repository can carry it: the manifest, the
+journal, staging directories, symlinks anywhere. So:
+- out/ is opened once, without following a link, and every read, rename, unlink and mkdir is made
+  relative to a directory descriptor walked from it one component at a time, each opened with
+  O_NOFOLLOW. A concurrent swap of any component for a symlink cannot redirect an operation: it
+  stays on the directory that was checked. The lock is held on that same out/ descriptor.
+- Every path from the manifest or the journal is checked for shape, length and depth before any
+  file system call; the manifest and the journal are read with strict types and bounded size.
+- A journal is finished only in the directory it was written in: it records the device and inode
+  of out/ and of its staging directory, which no clone or copy carries over. Roll-forward moves
+  only regular files reached through real directories.
+Anything else stops the build with one line that names the file and how to remove it.
 
 A build (under an exclusive lock on `out/`):
 1. finishes an interrupted build first (a journal is left), and removes stray staging;
@@ -26,46 +35,159 @@ import errno
 import fcntl
 import json
 import os
-import shutil
+import re
+import secrets
+import shlex
 import signal
 import stat
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from paddlegen.compiler.artifact import K8S_DIR, MANIFEST, Artifact
 
 JOURNAL = ".paddlegen-journal"
 STAGING_PREFIX = ".paddlegen-staging-"
+STAGING_NAME = re.compile(r"\.paddlegen-staging-[a-z0-9_]{8}\Z")  # exactly what a build makes
 LOCK_TIMEOUT_SECONDS = 30.0
 MAX_READ_BYTES = 4 << 20  # an owned file larger than this is not ours any more: never diff it
 MAX_DIFF_LINES = 2000
+# paddlegen writes a few dozen files at most two directories deep: anything far beyond that in a
+# manifest, a journal or a staging directory was not written by it.
+MAX_PATH_DEPTH = 8
+MAX_PATH_BYTES = 512
+MAX_ENTRIES = 4096
+MAX_RECORD_BYTES = 1 << 20  # the manifest and the journal
+JOURNAL_VERSION = 2
+
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class WriteError(Exception):
-    """The tree cannot be written (or read) as asked: paths in the way, another writer, or the
-    file system said no. Nothing was changed."""
+    """The tree cannot be written (or read) as asked: paths in the way, another writer, untrusted
+    state paddlegen will not act on, or the file system said no. Nothing was changed."""
 
 
 def is_relative_file_path(text: str) -> bool:
-    """A normalised relative path with no '.', '..' or empty parts (manifest entries must be)."""
-    path = PurePosixPath(text)
-    return (bool(text) and not path.is_absolute() and path.as_posix() == text
-            and all(part not in ("", ".", "..") for part in path.parts))
+    """A normalised relative path that paddlegen could have written: no '.', '..', empty or
+    absolute parts, no NUL, valid UTF-8, and bounded in length and depth (checked before any
+    file system call sees it)."""
+    parts = text.split("/")
+    return (len(text) > 0 and len(parts) <= MAX_PATH_DEPTH and "\0" not in text
+            and all(part not in ("", ".", "..") for part in parts)
+            and _utf8_length(text) <= MAX_PATH_BYTES)
 
 
-def _lstat(path: Path) -> os.stat_result | None:
+def _utf8_length(text: str) -> int:
     try:
-        return os.lstat(path)
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate: no file paddlegen writes
+        return MAX_PATH_BYTES + 1
+
+
+def shown(name: object) -> str:
+    """A path as it can be printed on any terminal: undecodable bytes and control characters
+    escaped, so a file name can neither break the output nor write escape sequences."""
+    text = str(name)
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        text = text.encode("utf-8", "backslashreplace").decode()
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _removal_hint(path: Path, directory: bool = False) -> str:
+    return f"remove it: rm {'-r ' if directory else ''}-- {shlex.quote(shown(path))}"
+
+
+class _Tree:
+    """out/, opened once: every operation is relative to a directory descriptor reached from it
+    one component at a time without following a link, and kept for the rest of the operation."""
+
+    def __init__(self, fd: int, label: Path) -> None:
+        self.fd, self.label = fd, label
+        self._directories: dict[tuple[str, ...], int] = {(): fd}
+
+    def close(self) -> None:
+        for parts, fd in self._directories.items():
+            if parts:
+                os.close(fd)
+        self._directories = {(): self.fd}
+
+    def directory(self, parts: tuple[str, ...], create: bool = False,
+                  created: list[tuple[str, ...]] | None = None) -> int | None:
+        """The descriptor of out/<parts>; None if it does not exist (and is not to be created).
+        Raises WriteError for a symlink or a non-directory on the way."""
+        found = self._directories.get(parts)
+        if found is not None:
+            return found
+        parent = self.directory(parts[:-1], create, created)
+        if parent is None:
+            return None
+        try:
+            fd = os.open(parts[-1], _DIRECTORY_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            if not create:
+                return None
+            os.mkdir(parts[-1], dir_fd=parent)
+            if created is not None:
+                created.append(parts)
+            fd = os.open(parts[-1], _DIRECTORY_FLAGS, dir_fd=parent)
+        except OSError as error:
+            if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            info = _lstat_at(parent, parts[-1])  # only to word the refusal
+            what = "a symlink" if info and stat.S_ISLNK(info.st_mode) else "not a directory"
+            raise WriteError(f"{'/'.join(parts)} is {what}") from None
+        self._directories[parts] = fd
+        return fd
+
+    def forget(self, parts: tuple[str, ...]) -> None:
+        """Drop a directory that was removed (and everything cached below it)."""
+        for cached in [p for p in self._directories if p[:len(parts)] == parts and p]:
+            os.close(self._directories.pop(cached))
+
+    def parent(self, path: str, create: bool = False,
+               created: list[tuple[str, ...]] | None = None) -> tuple[int | None, str]:
+        *parents, name = path.split("/")
+        return self.directory(tuple(parents), create, created), name
+
+    def lstat(self, path: str) -> os.stat_result | None:
+        """The entry at path, never followed; None if it or a parent is absent. Raises WriteError
+        for a symlink or a file among its parents."""
+        parent, name = self.parent(path)
+        return None if parent is None else _lstat_at(parent, name)
+
+    def read(self, path: str) -> bytes | None:
+        """A regular file's bytes, never through a link; None if absent, not a regular file, linked
+        from elsewhere, or larger than any file paddlegen writes."""
+        parent, name = self.parent(path)
+        return None if parent is None else _read_at(parent, name, MAX_READ_BYTES)
+
+
+def _lstat_at(directory: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=directory, follow_symlinks=False)
     except FileNotFoundError:
         return None
 
 
-def _is_real_dir(info: os.stat_result | None) -> bool:
-    return info is not None and stat.S_ISDIR(info.st_mode)
+def _read_at(directory: int, name: str, limit: int) -> bytes | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=directory)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+            return None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        # a second link means the file also lives elsewhere: not one paddlegen wrote
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit or info.st_nlink > 1:
+            return None
+        return handle.read(limit + 1)
 
 
 def _is_regular(info: os.stat_result | None) -> bool:
@@ -73,65 +195,67 @@ def _is_regular(info: os.stat_result | None) -> bool:
     return info is not None and stat.S_ISREG(info.st_mode)
 
 
-def _in_the_way(out_dir: Path, relative: str) -> str | None:
-    """Why a parent of `relative` is not a plain directory (a symlink, a file), or None."""
-    for parent in reversed(PurePosixPath(relative).parents[:-1]):
-        info = _lstat(out_dir / parent)
-        if info is None:
-            return None  # created by paddlegen, below nothing else exists
-        if stat.S_ISLNK(info.st_mode):
-            return f"{parent} is a symlink"
-        if not stat.S_ISDIR(info.st_mode):
-            return f"{parent} is not a directory"
+def _is_dir(info: os.stat_result | None) -> bool:
+    return info is not None and stat.S_ISDIR(info.st_mode)
+
+
+def _in_the_way(tree: _Tree, path: str) -> str | None:
+    """Why a parent of path is not a plain directory (a symlink, a file), or None."""
+    try:
+        tree.parent(path)
+    except WriteError as error:
+        return str(error)
     return None
 
 
-def _cannot_replace(out_dir: Path, relative: str) -> str | None:
-    """Why the file at `relative` cannot be replaced or removed: a symlink or a file among its
-    parents, or a directory at it."""
-    reason = _in_the_way(out_dir, relative)
-    if reason is None and _is_real_dir(_lstat(out_dir / relative)):
-        reason = f"{relative} is a directory"
-    return reason
-
-
-def read_owned(path: Path) -> bytes | None:
-    """A regular file's bytes without following a symlink; None if absent, not a regular file,
-    or larger than any file paddlegen writes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as error:
-        if error.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
-            return None
-        raise
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:
-            return None
-        return handle.read(MAX_READ_BYTES + 1)
-
-
-def previously_owned(out_dir: Path) -> set[str]:
+def previously_owned(tree: _Tree) -> set[str]:
     """The files the last build recorded; entries that are not plain relative paths own nothing."""
-    raw = read_owned(out_dir / MANIFEST)
-    if raw is None:
+    info = _lstat_at(tree.fd, MANIFEST)
+    if info is None:
         return set()
+    raw = _read_at(tree.fd, MANIFEST, MAX_RECORD_BYTES)
+    where = tree.label / MANIFEST
+    if raw is None:
+        raise WriteError(f"{shown(where)} is not a manifest paddlegen wrote (not a regular "
+                         f"file, or larger than {MAX_RECORD_BYTES >> 20} MiB); restore it "
+                         f"from version control, or {_removal_hint(where)} and pass --force")
     try:
         lines = raw.decode("utf-8").splitlines()
     except UnicodeDecodeError:
-        raise WriteError(f"cannot read {out_dir / MANIFEST}: not UTF-8; remove it and pass "
-                         "--force") from None
+        raise WriteError(f"cannot read {shown(where)}: not UTF-8; {_removal_hint(where)} and "
+                         "pass --force") from None
+    if len(lines) > MAX_ENTRIES:
+        raise WriteError(f"{shown(where)} lists {len(lines)} files, more than paddlegen ever "
+                         f"writes; {_removal_hint(where)} and pass --force")
     return {line for line in lines if not line.startswith("#") and is_relative_file_path(line)}
 
 
-@contextmanager
-def locked(out_dir: Path, exclusive: bool) -> Iterator[None]:
-    """An advisory lock on the directory itself (no lock file to commit), waiting a while for
-    another paddlegen to finish with it."""
+def check_out_dir(out_dir: Path) -> bool:
+    """Whether out_dir exists; a symlink or a file there is refused."""
     try:
-        fd = os.open(out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        info = os.lstat(out_dir)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(info.st_mode):
+        raise WriteError(f"{shown(out_dir)} is a symlink; paddlegen writes only into a real "
+                         "directory")
+    if not stat.S_ISDIR(info.st_mode):
+        raise WriteError(f"{shown(out_dir)} exists and is not a directory")
+    return True
+
+
+@contextmanager
+def locked(out_dir: Path, exclusive: bool) -> Iterator[_Tree]:
+    """out/ opened without following a link, with an advisory lock on that same descriptor (no
+    lock file to commit), waiting a while for another paddlegen to finish with it."""
+    try:
+        fd = os.open(out_dir, _DIRECTORY_FLAGS)
     except OSError as error:
-        raise WriteError(f"cannot open {out_dir}: {error.strerror}") from None
+        if error.errno == errno.ELOOP:
+            raise WriteError(f"{shown(out_dir)} is a symlink; paddlegen writes only into a "
+                             "real directory") from None
+        raise WriteError(f"cannot open {shown(out_dir)}: {error.strerror}") from None
+    tree = _Tree(fd, out_dir)
     try:
         deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
         mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
@@ -141,24 +265,18 @@ def locked(out_dir: Path, exclusive: bool) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise WriteError(f"another paddlegen is writing {out_dir} (waited "
+                    raise WriteError(f"another paddlegen is writing {shown(out_dir)} (waited "
                                      f"{LOCK_TIMEOUT_SECONDS:.0f} s); try again") from None
                 time.sleep(0.05)
-        yield
+        yield tree
     finally:
+        tree.close()
         os.close(fd)  # releases the lock
 
 
-def check_out_dir(out_dir: Path) -> bool:
-    """Whether out_dir exists; a symlink or a file there is refused."""
-    info = _lstat(out_dir)
-    if info is None:
-        return False
-    if stat.S_ISLNK(info.st_mode):
-        raise WriteError(f"{out_dir} is a symlink; paddlegen writes only into a real directory")
-    if not stat.S_ISDIR(info.st_mode):
-        raise WriteError(f"{out_dir} exists and is not a directory")
-    return True
+def _os_error(action: str, out_dir: Path, error: OSError) -> WriteError:
+    where = f" ({shown(error.filename)})" if error.filename else ""
+    return WriteError(f"cannot {action} {shown(out_dir)}: {error.strerror or error}{where}")
 
 
 def write_tree(out_dir: Path, artifacts: Sequence[Artifact], force: bool = False) -> list[str]:
@@ -166,65 +284,99 @@ def write_tree(out_dir: Path, artifacts: Sequence[Artifact], force: bool = False
     try:
         if not check_out_dir(out_dir):
             out_dir.mkdir(parents=True, exist_ok=True)
-        with locked(out_dir, exclusive=True):
-            recover(out_dir)
-            return _write_tree(out_dir, artifacts, force)
+        with locked(out_dir, exclusive=True) as tree:
+            _recover(tree)
+            return _write_tree(tree, artifacts, force)
     except OSError as error:
-        raise WriteError(f"cannot write {out_dir}: {error.strerror or error}"
-                         f"{f' ({error.filename})' if error.filename else ''}") from None
+        raise _os_error("write", out_dir, error) from None
+
+
+def recover(out_dir: Path) -> None:
+    """Finish an interrupted build in out_dir (what every build does first)."""
+    try:
+        with locked(out_dir, exclusive=True) as tree:
+            _recover(tree)
+    except OSError as error:
+        raise _os_error("write", out_dir, error) from None
 
 
 @dataclass(frozen=True)
 class Journal:
+    out: tuple[int, int]  # device and inode of out/: a clone or a copy has others
     staging: str  # the staging directory's name in out/
+    staging_id: tuple[int, int]  # its device and inode
     install: tuple[str, ...]  # staging/new/<path> replaces out/<path>
     remove: tuple[str, ...]  # stale owned files
 
+    def as_json(self) -> bytes:
+        return json.dumps({"version": JOURNAL_VERSION, "out": self.out, "staging": self.staging,
+                           "stagingId": self.staging_id, "install": self.install,
+                           "remove": self.remove}).encode()
 
-def _write_tree(out_dir: Path, artifacts: Sequence[Artifact], force: bool) -> list[str]:
-    owned = previously_owned(out_dir)
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _write_tree(tree: _Tree, artifacts: Sequence[Artifact], force: bool) -> list[str]:
+    owned = previously_owned(tree)
     new = {a.path: a.text.encode("utf-8") for a in artifacts}
-    problems = blockers(out_dir, new, owned, force)
+    problems = blockers(tree, new, owned, force)
     if problems:
         hint = ("move them away or pass --force to take them over"
                 if all("not written" in p for p in problems) else "move them away")
-        raise WriteError(f"{out_dir}: {'; '.join(problems)}; {hint}")
-    stale = sorted(p for p in owned - new.keys() if _is_regular(_lstat(out_dir / p)))
-    changed = sorted(p for p, data in new.items() if read_owned(out_dir / p) != data)
+        raise WriteError(f"{shown(tree.label)}: {'; '.join(problems)}; {hint}")
+    stale = sorted(p for p in owned - new.keys() if _is_regular(tree.lstat(p)))
+    changed = sorted(p for p, data in new.items() if tree.read(p) != data)
     if not changed and not stale:
         return []
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
-    journal = Journal(staging.name, tuple(changed), tuple(stale))
+    staging = _make_staging(tree)
     try:
         for path in changed:
-            _write_synced(staging / "new" / path, new[path])
-        _write_synced(staging / "journal", json.dumps(journal.__dict__).encode())
+            directory, name = tree.parent(f"{staging}/new/{path}", create=True)
+            assert directory is not None  # created
+            _write_synced(directory, name, new[path])
+        staging_fd = tree.directory((staging,))
+        assert staging_fd is not None
+        journal = Journal(_identity(os.fstat(tree.fd)), staging,
+                          _identity(os.fstat(staging_fd)), tuple(changed), tuple(stale))
+        _write_synced(staging_fd, "journal", journal.as_json())
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove_tree(tree, staging, missing_ok=True)
         raise
     with interrupts_held():
-        os.replace(staging / "journal", out_dir / JOURNAL)  # the commit point
-        _fsync_dir(out_dir)
+        os.replace("journal", JOURNAL, src_dir_fd=staging_fd, dst_dir_fd=tree.fd)  # commit
+        os.fsync(tree.fd)
         try:
-            apply(out_dir, journal)
-        except OSError:  # apply put the old tree back
-            _close(out_dir, staging)
+            apply(tree, journal)
+        except (OSError, WriteError):  # apply put the old tree back
+            _close(tree, staging)
             raise
-        _prune_empty_parents(out_dir, stale)
-        _close(out_dir, staging)
+        _prune_empty_parents(tree, stale)
+        _close(tree, staging)
     return stale
 
 
-def blockers(out_dir: Path, new: dict[str, bytes], owned: set[str], force: bool) -> list[str]:
+def _make_staging(tree: _Tree) -> str:
+    while True:
+        name = STAGING_PREFIX + secrets.token_hex(4)
+        try:
+            os.mkdir(name, 0o700, dir_fd=tree.fd)
+            return name
+        except FileExistsError:
+            continue
+
+
+def blockers(tree: _Tree, new: dict[str, bytes], owned: set[str], force: bool) -> list[str]:
     """Why the tree cannot be written: foreign files (unless forced) and things no file can
     replace, such as a symlink or a file where a directory belongs."""
     found = set()
     for path in sorted(new.keys() | owned):
-        reason = _in_the_way(out_dir, path)
+        reason = _in_the_way(tree, path)
         if reason:
             found.add(reason)
             continue
-        info = _lstat(out_dir / path)
+        info = tree.lstat(path)
         if info is None or path not in new:
             continue  # a stale path is removed only if it is a file
         if stat.S_ISDIR(info.st_mode):
@@ -236,116 +388,260 @@ def blockers(out_dir: Path, new: dict[str, bytes], owned: set[str], force: bool)
     return sorted(found)
 
 
-def apply(out_dir: Path, journal: Journal) -> None:
+Move = tuple[int, str, int, str]  # (from directory, name, to directory, name)
+
+
+def apply(tree: _Tree, journal: Journal) -> None:
     """Carry out the journal, skipping what is done already (so a crashed build is rolled forward
     by calling it again). Each replaced or removed file is set aside in the staging directory;
     if a move fails, every move is undone in reverse."""
-    staging = out_dir / journal.staging
-    undo: list[tuple[Path, Path]] = []  # (from, to) of each move, to reverse
-    created: list[Path] = []
+    undo: list[Move] = []
+    created: list[tuple[str, ...]] = []
 
-    def move(source: Path, target: Path) -> None:
-        for parent in reversed(PurePosixPath(target.relative_to(out_dir)).parents[:-1]):
-            directory = out_dir / parent
-            if not _is_real_dir(_lstat(directory)):
-                os.mkdir(directory)
-                created.append(directory)
-        os.replace(source, target)
-        undo.append((source, target))
+    def set_aside(directory: int, name: str, path: str) -> None:
+        if _lstat_at(directory, name) is not None:
+            aside, aside_name = tree.parent(f"{journal.staging}/old/{path}", create=True)
+            assert aside is not None
+            move((directory, name, aside, aside_name))
+
+    def move(step: Move) -> None:
+        os.replace(step[1], step[3], src_dir_fd=step[0], dst_dir_fd=step[2])
+        undo.append(step)
 
     try:
         for path in journal.install:
-            if _lstat(staging / "new" / path) is None:
+            source, name = tree.parent(f"{journal.staging}/new/{path}")
+            if source is None or _lstat_at(source, name) is None:
                 continue  # installed before a crash
-            if _lstat(out_dir / path) is not None:
-                move(out_dir / path, staging / "old" / path)
-            move(staging / "new" / path, out_dir / path)
+            target, _ = tree.parent(path, create=True, created=created)
+            assert target is not None
+            set_aside(target, name, path)
+            move((source, name, target, name))
         for path in journal.remove:
-            if _lstat(out_dir / path) is not None:
-                move(out_dir / path, staging / "old" / path)
-    except OSError:
+            target, name = tree.parent(path)
+            if target is not None:
+                set_aside(target, name, path)
+    except (OSError, WriteError):
         try:
-            for source, target in reversed(undo):
-                os.replace(target, source)
-            for directory in reversed(created):
-                os.rmdir(directory)
+            for source, source_name, target, target_name in reversed(undo):
+                os.replace(target_name, source_name, src_dir_fd=target, dst_dir_fd=source)
+            for parts in reversed(created):
+                tree.forget(parts)
+                parent = tree.directory(parts[:-1])
+                os.rmdir(parts[-1], dir_fd=parent)
         except OSError as error:  # keep the journal: the next build rolls forward
-            raise WriteError(f"{out_dir} is half written ({error.strerror}); the next "
-                             "paddlegen build finishes it") from None
+            raise WriteError(f"{shown(tree.label)} is half written ({error.strerror}); the "
+                             "next paddlegen build finishes it") from None
         raise
 
 
-def _close(out_dir: Path, staging: Path) -> None:
+def _close(tree: _Tree, staging: str) -> None:
     """The build is over (the new tree in, or the old one back): drop its journal and staging."""
-    os.unlink(out_dir / JOURNAL)
-    _fsync_dir(out_dir)
-    shutil.rmtree(staging, ignore_errors=True)  # what is left, the next build removes
+    os.unlink(JOURNAL, dir_fd=tree.fd)
+    os.fsync(tree.fd)
+    with suppress(OSError, WriteError):  # what is left, the next build removes
+        _remove_tree(tree, staging, missing_ok=True)
 
 
-def recover(out_dir: Path) -> None:
-    """Roll an interrupted build forward, then remove stray staging directories."""
-    journal = read_journal(out_dir)
+def _recover(tree: _Tree) -> None:
+    """Roll an interrupted build forward, then remove stray staging directories. Refuses, before
+    touching anything, a journal or staging that this directory's builds did not leave."""
+    journal = _verified_journal(tree)
     if journal is not None:
-        # the tree may have changed since the crash: the same checks as before a build
-        problems = sorted({reason for path in journal.install + journal.remove
-                           if (reason := _cannot_replace(out_dir, path))})
-        if problems:
-            raise WriteError(f"{out_dir} holds an interrupted build that cannot be finished "
-                             f"safely: {'; '.join(problems)}; move them away")
         with interrupts_held():
-            apply(out_dir, journal)
-            _prune_empty_parents(out_dir, list(journal.remove))
-            _close(out_dir, out_dir / journal.staging)
-    for entry in os.scandir(out_dir):
-        if entry.name.startswith(STAGING_PREFIX) and entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
+            apply(tree, journal)
+            _prune_empty_parents(tree, list(journal.remove))
+            _close(tree, journal.staging)
+    strays = [entry.name for entry in _scan(tree.fd) if entry.name.startswith(STAGING_PREFIX)]
+    for name in sorted(strays):
+        problem = _staging_problem(tree, name)
+        if problem:
+            raise WriteError(problem)
+    for name in strays:
+        _remove_tree(tree, name)
 
 
-def read_journal(out_dir: Path) -> Journal | None:
-    raw = read_owned(out_dir / JOURNAL)
-    if raw is None:
-        if _lstat(out_dir / JOURNAL) is not None:
-            raise WriteError(f"{out_dir / JOURNAL} is not paddlegen's journal; remove it")
-        return None
+def _scan(fd: int) -> list[os.DirEntry[str]]:
+    """A directory's entries (os.scandir of a descriptor: it reads through a duplicate)."""
+    duplicate = os.dup(fd)
     try:
-        data = json.loads(raw)
-        journal = Journal(data["staging"], tuple(data["install"]), tuple(data["remove"]))
-        valid = (journal.staging.startswith(STAGING_PREFIX) and "/" not in journal.staging
-                 and all(map(is_relative_file_path, journal.install + journal.remove)))
-    except (ValueError, KeyError, TypeError):
-        valid = False
-    if not valid:
-        raise WriteError(f"{out_dir / JOURNAL} is damaged; restore out/ from version control "
-                         "and remove it")
+        with os.scandir(duplicate) as entries:
+            return list(entries)
+    finally:
+        os.close(duplicate)
+
+
+def _staging_problem(tree: _Tree, name: str) -> str | None:
+    """Why an entry named like staging is not a staging directory a build left here."""
+    where = tree.label / name
+    if STAGING_NAME.match(name) and _is_dir(_lstat_at(tree.fd, name)):
+        return None
+    return f"{shown(where)} is not staging a paddlegen build left; {_removal_hint(where, True)}"
+
+
+def _remove_tree(tree: _Tree, name: str, missing_ok: bool = False) -> None:
+    """Remove out/<name> and everything below it, never following a link; a tree deeper or larger
+    than any staging paddlegen makes is refused before anything goes."""
+    if missing_ok and _lstat_at(tree.fd, name) is None:
+        return
+    tree.forget((name,))
+    fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=tree.fd)
+    try:
+        if _count_below(fd, 1) > MAX_ENTRIES:
+            raise ValueError
+        _remove_below(fd)
+    except ValueError:
+        where = tree.label / name
+        raise WriteError(f"{shown(where)} is deeper or larger than staging paddlegen makes; "
+                         f"{_removal_hint(where, True)}") from None
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=tree.fd)
+
+
+def _count_below(directory: int, depth: int) -> int:
+    """How many entries are below a directory; ValueError past the depth or entry bound."""
+    if depth > MAX_PATH_DEPTH:
+        raise ValueError
+    count = 0
+    for entry in _scan(directory):
+        count += 1
+        if entry.is_dir(follow_symlinks=False):
+            child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=directory)
+            try:
+                count += _count_below(child, depth + 1)
+            finally:
+                os.close(child)
+        if count > MAX_ENTRIES:
+            raise ValueError
+    return count
+
+
+def _remove_below(directory: int) -> None:
+    for entry in _scan(directory):
+        if entry.is_dir(follow_symlinks=False):
+            child = os.open(entry.name, _DIRECTORY_FLAGS, dir_fd=directory)
+            try:
+                _remove_below(child)
+            finally:
+                os.close(child)
+            os.rmdir(entry.name, dir_fd=directory)
+        else:
+            os.unlink(entry.name, dir_fd=directory)
+
+
+def _verified_journal(tree: _Tree) -> Journal | None:
+    """The journal of a build interrupted in this very directory, ready to roll forward, or None.
+    Raises WriteError, naming what to remove, for anything else."""
+    problem, journal = _journal_state(tree)
+    if problem:
+        raise WriteError(problem)
     return journal
 
 
-def _write_synced(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as handle:
+def _journal_state(tree: _Tree) -> tuple[str | None, Journal | None]:
+    """(why the journal cannot be finished, the journal); (None, None) when there is none."""
+    where = tree.label / JOURNAL
+    info = _lstat_at(tree.fd, JOURNAL)
+    if info is None:
+        return None, None
+    raw = _read_at(tree.fd, JOURNAL, MAX_RECORD_BYTES)
+    journal = None if raw is None else _parse_journal(raw)
+    if journal is None:
+        return (f"{shown(where)} is not a journal paddlegen wrote; restore out/ from version "
+                f"control and {_removal_hint(where)}"), None
+    staging = tree.label / journal.staging
+    bound = (_identity(os.fstat(tree.fd)) == journal.out
+             and (info := _lstat_at(tree.fd, journal.staging)) is not None
+             and _is_dir(info) and _identity(info) == journal.staging_id)
+    if not bound:
+        return (f"{shown(where)} is an interrupted build of another directory (a clone or a "
+                f"copy), which paddlegen never finishes; remove it and its staging: rm -r -- "
+                f"{shlex.quote(shown(where))} {shlex.quote(shown(staging))}"), None
+    for path in journal.install:
+        problem = _cannot_install(tree, journal.staging, path)
+        if problem:
+            return (f"{shown(tree.label)} holds an interrupted build that cannot be finished "
+                    f"safely: {problem}; move it away"), None
+    for path in journal.remove:
+        problem = _cannot_replace(tree, path)
+        if problem:
+            return (f"{shown(tree.label)} holds an interrupted build that cannot be finished "
+                    f"safely: {problem}; move it away"), None
+    return None, journal
+
+
+def _cannot_replace(tree: _Tree, path: str) -> str | None:
+    """Why the file at path cannot be replaced or removed: a symlink or a file among its parents,
+    or a directory at it."""
+    reason = _in_the_way(tree, path)
+    if reason is None and _is_dir(tree.lstat(path)):
+        reason = f"{path} is a directory"
+    return reason
+
+
+def _cannot_install(tree: _Tree, staging: str, path: str) -> str | None:
+    """Why the staged file for path cannot be moved in: it must be a regular file reached through
+    real directories (or gone: installed before the crash)."""
+    source = f"{staging}/new/{path}"
+    reason = _in_the_way(tree, source) or _cannot_replace(tree, path)
+    if reason is None and (info := tree.lstat(source)) is not None and not _is_regular(info):
+        reason = f"{source} is not a regular file"
+    return reason
+
+
+def _parse_journal(raw: bytes) -> Journal | None:
+    """The journal, if it is exactly what a build writes; None for anything else."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or set(data) != {"version", "out", "staging", "stagingId",
+                                                   "install", "remove"}:
+        return None
+    out, staging, staging_id = data["out"], data["staging"], data["stagingId"]
+    install, remove = data["install"], data["remove"]
+    if not (type(data["version"]) is int and data["version"] == JOURNAL_VERSION
+            and _is_identity(out) and _is_identity(staging_id)
+            and isinstance(staging, str) and STAGING_NAME.match(staging)
+            and _is_paths(install) and _is_paths(remove)):
+        return None
+    return Journal((out[0], out[1]), staging, (staging_id[0], staging_id[1]),
+                   tuple(install), tuple(remove))
+
+
+def _is_identity(value: object) -> bool:
+    return (isinstance(value, list) and len(value) == 2
+            and all(type(number) is int and number >= 0 for number in value))
+
+
+def _is_paths(value: object) -> bool:
+    return (isinstance(value, list) and len(value) <= MAX_ENTRIES
+            and all(isinstance(path, str) and is_relative_file_path(path) for path in value))
+
+
+def _write_synced(directory: int, name: str, data: bytes) -> None:
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666, dir_fd=directory)
+    with os.fdopen(fd, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _prune_empty_parents(out_dir: Path, removed: list[str]) -> None:
+def _prune_empty_parents(tree: _Tree, removed: list[str]) -> None:
     for path in removed:
-        for parent in PurePosixPath(path).parents[:-1]:
-            directory = out_dir / parent
-            if not _is_real_dir(_lstat(directory)):
-                break
+        parts = tuple(path.split("/"))[:-1]
+        while parts:
             try:
-                os.rmdir(directory)
-            except OSError:
-                break  # not empty
+                parent = tree.directory(parts[:-1])
+                tree.forget(parts)
+                if parent is None:
+                    break
+                os.rmdir(parts[-1], dir_fd=parent)
+            except (OSError, WriteError):
+                break  # not empty, or not a directory any more
+            parts = parts[:-1]
 
 
 @contextmanager
@@ -363,59 +659,87 @@ def drift(out_dir: Path, artifacts: Sequence[Artifact]) -> str:
     """What differs between out_dir and what the spec compiles to: a unified diff of the files
     paddlegen owns, and by name only everything else (foreign files in k8s/, which
     `kubectl apply -f out/k8s/` would apply, symlinks, an interrupted build); "" when equal."""
+    expected = {a.path: a.text for a in artifacts}
     try:
-        exists = check_out_dir(out_dir)
-        with locked(out_dir, exclusive=False) if exists else nullcontext():
-            return _drift(out_dir, {a.path: a.text for a in artifacts}, exists)
+        if not check_out_dir(out_dir):
+            return _diff(out_dir, {}, expected)
+        with locked(out_dir, exclusive=False) as tree:
+            return _drift(tree, expected)
     except OSError as error:
-        raise WriteError(f"cannot read {out_dir}: {error.strerror or error}"
-                         f"{f' ({error.filename})' if error.filename else ''}") from None
+        raise _os_error("read", out_dir, error) from None
 
 
-def _not_comparable(out_dir: Path, path: str, owned: bool, wanted: str | None) -> str | None:
+def _not_comparable(tree: _Tree, path: str, owned: bool, wanted: str | None) -> str | None:
     """Why a path is drift to be named rather than diffed (its content is not paddlegen's to
     show), or None."""
-    reason = _in_the_way(out_dir, path)
+    reason = _in_the_way(tree, path)
     if reason:
         return reason
-    info = _lstat(out_dir / path)
+    info = tree.lstat(path)
     if info is None:
         return None
     if stat.S_ISLNK(info.st_mode):
         return "a symlink, not written by paddlegen"
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_READ_BYTES:
+    if tree.read(path) is None:
         return "not a file paddlegen writes"
-    if not owned and (wanted is None or read_owned(out_dir / path) != wanted.encode()):
+    if not owned and (wanted is None or tree.read(path) != wanted.encode()):
         return "not written by paddlegen" + ("" if wanted is None else
                                                "; paddlegen build --force replaces it")
     return None
 
 
-def _drift(out_dir: Path, expected: dict[str, str], exists: bool) -> str:
+def _drift(tree: _Tree, expected: dict[str, str]) -> str:
     notes: list[str] = []
-    if _lstat(out_dir / JOURNAL) is not None:
-        notes.append(f"{JOURNAL}: an interrupted build; paddlegen build finishes it")
-    notes += [f"{entry.name}: staging left by an interrupted build; paddlegen build removes it"
-              for entry in sorted(os.scandir(out_dir) if exists else (), key=lambda e: e.name)
-              if entry.name.startswith(STAGING_PREFIX)]
-    owned = previously_owned(out_dir)
-    foreign = set()
-    if _is_real_dir(_lstat(out_dir / K8S_DIR)):
-        foreign = {f"{K8S_DIR}/{entry.name}" for entry in os.scandir(out_dir / K8S_DIR)}
-    lines: list[str] = []
-    for path in sorted(expected.keys() | owned | foreign):
-        wanted = expected.get(path)
-        note = _not_comparable(out_dir, path, path in owned, wanted)
+    problem, journal = _journal_state(tree)
+    if problem:
+        notes.append(problem)
+    elif journal:
+        notes.append(f"{shown(tree.label)}/{JOURNAL}: an interrupted build; paddlegen build "
+                     "finishes it")
+    for entry in sorted(_scan(tree.fd), key=lambda e: e.name):
+        if entry.name.startswith(STAGING_PREFIX) and (journal is None
+                                                      or entry.name != journal.staging):
+            notes.append(_staging_problem(tree, entry.name) or
+                         f"{shown(tree.label / entry.name)}: staging left by an interrupted "
+                         "build; paddlegen build removes it")
+    owned = previously_owned(tree)
+    named = {**_foreign_k8s_files(tree, expected.keys() | owned)}
+    comparable: dict[str, str | None] = {}
+    for path in expected.keys() | owned:
+        note = _not_comparable(tree, path, path in owned, expected.get(path))
         if note:
-            notes.append(f"{path}: {note}")
-            continue
-        raw = read_owned(out_dir / path)
-        actual = None if raw is None else raw.decode("utf-8", errors="replace")
-        if actual == wanted:
+            named[path] = note
+        else:
+            raw = tree.read(path)
+            comparable[path] = None if raw is None else raw.decode("utf-8", errors="replace")
+    notes += [f"{shown(tree.label)}/{shown(path)}: {named[path]}" for path in sorted(named)]
+    diffable = {path: text for path, text in expected.items() if path not in named}
+    return "".join(f"{note}\n" for note in notes) + _diff(tree.label, comparable, diffable)
+
+
+def _foreign_k8s_files(tree: _Tree, known: set[str]) -> dict[str, str]:
+    """Files in k8s/ that paddlegen neither owns nor writes, by name only, with what they are."""
+    try:
+        k8s = tree.directory((K8S_DIR,))
+    except WriteError:
+        return {}  # named already as in the way of every owned k8s file
+    if k8s is None:
+        return {}
+    return {path: ("a symlink, not written by paddlegen" if entry.is_symlink()
+                   else "not written by paddlegen")
+            for entry in _scan(k8s) if (path := f"{K8S_DIR}/{entry.name}") not in known}
+
+
+def _diff(out_dir: Path, actual: dict[str, str | None], expected: dict[str, str]) -> str:
+    """A unified diff from each file's content in out/ (None: absent) to what the spec makes."""
+    lines: list[str] = []
+    for path in sorted(actual.keys() | expected.keys()):
+        have, wanted = actual.get(path), expected.get(path)
+        if have == wanted:
             continue
         lines.extend(difflib.unified_diff(
-            (actual or "").splitlines(keepends=True), (wanted or "").splitlines(keepends=True),
-            fromfile=f"{out_dir / path}" if actual is not None else "/dev/null",
+            (have or "").splitlines(keepends=True), (wanted or "").splitlines(keepends=True),
+            fromfile=f"{shown(out_dir)}/{path}" if have is not None else "/dev/null",
             tofile=f"{path} (from spec)" if wanted is not None else "/dev/null",
         ))
         if lines and not lines[-1].endswith("\n"):
@@ -423,4 +747,4 @@ def _drift(out_dir: Path, expected: dict[str, str], exists: bool) -> str:
     if len(lines) > MAX_DIFF_LINES:
         lines = [*lines[:MAX_DIFF_LINES],
                  f"... {len(lines) - MAX_DIFF_LINES} more lines of diff\n"]
-    return "".join(f"{out_dir}/{note}\n" for note in notes) + "".join(lines)
+    return "".join(lines)

@@ -74,11 +74,11 @@ def test_a_build_failing_while_moving_files_in_puts_everything_back(
                                                        b"name: renamed-job"), "spec.yaml")
     real_replace, calls = os.replace, list[object]()
 
-    def failing_replace(source: str, target: str) -> None:
+    def failing_replace(source: str, target: str, **fds: int) -> None:
         calls.append(target)
         if len(calls) == 9:
             raise OSError(5, "Input/output error")
-        real_replace(source, target)
+        real_replace(source, target, **fds)
 
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(writer.WriteError, match="Input/output error"):
