@@ -68,7 +68,11 @@ def outcomes(specs: list[tuple[str, bytes]], kube_version: str | None,
                             repeat(kube_version), repeat(strict),
                             chunksize=max(1, len(rest) // (workers * 4)))
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        # Waiting joins the pool's manager thread, which joins the workers (at most the specs
+        # they are building: the rest are cancelled). Not waiting left it closing its wake-up
+        # pipe while the interpreter's exit hook wrote to it: "Exception ignored ... Bad file
+        # descriptor" at exit. Ctrl-C needs no wait: every process of the group exits at once.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _quiet_worker(parent: int) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from paddlegen.compiler.problems import Position, Problem, SpecError
+from paddlegen.compiler.problems import Position, Problem, SpecError, printable, quoted
 
 if TYPE_CHECKING:
     from paddlegen.compiler.build import Build
@@ -70,8 +70,13 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def say(line: str) -> None:
+    """A line on stderr, file names that are not UTF-8 escaped (they would not encode)."""
+    typer.echo(printable(line), err=True)
+
+
 def fail(message: str) -> typer.Exit:
-    typer.echo(f"paddlegen: {message}", err=True)
+    say(f"paddlegen: {message}")
     return typer.Exit(EXIT_INVALID)
 
 
@@ -118,7 +123,7 @@ def write_stdout(text: str) -> None:
         raise fail("standard output is closed")
     try:
         # UTF-8 bytes whatever the locale: output is the same on every machine
-        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.buffer.write(printable(text).encode("utf-8"))
         sys.stdout.flush()
     except OSError as error:
         # what is still buffered goes nowhere, so that exiting does not fail on it again
@@ -132,7 +137,7 @@ def report(problems: list[Problem], output: Format) -> None:
         write_stdout(json.dumps([p.as_dict() for p in problems], indent=2) + "\n")
     else:
         for problem in problems:
-            typer.echo(str(problem), err=True)
+            say(str(problem))
 
 
 SpecArgument = Annotated[Path, typer.Argument(metavar="SPEC", help="The training spec (YAML).",
@@ -179,8 +184,8 @@ def compiled(spec: Path, strict: bool, kube_version: str | None) -> Build | None
 
 
 def report_bug(spec: Path, problems: tuple[Problem, ...]) -> None:
-    typer.echo(f"paddlegen: {spec}: the generated objects fail validation "
-               "(a bug of paddlegen; please report it):", err=True)
+    say(f"paddlegen: {spec}: the generated objects fail validation "
+        "(a bug of paddlegen; please report it):")
     report(list(problems), Format.text)
 
 
@@ -215,16 +220,16 @@ def build(
             diff = drift(out_dir, result.artifacts)
             if diff:
                 write_stdout(diff)
-                typer.echo(f"paddlegen: {out_dir} is not what {spec} compiles to", err=True)
+                say(f"paddlegen: {out_dir} is not what {spec} compiles to")
                 raise typer.Exit(EXIT_DRIFT)
-            typer.echo(f"paddlegen: {out_dir} is up to date with {spec}", err=True)
+            say(f"paddlegen: {out_dir} is up to date with {spec}")
             return
         removed = write_tree(out_dir, result.artifacts, force=force)
     except WriteError as error:
         raise fail(str(error)) from None
     for path in removed:
-        typer.echo(f"removed stale {out_dir / path}", err=True)
-    typer.echo(f"wrote {len(result.artifacts)} files to {out_dir}", err=True)
+        say(f"removed stale {out_dir / path}")
+    say(f"wrote {len(result.artifacts)} files to {out_dir}")
 
 
 SpecsArgument = Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files.",
@@ -300,8 +305,8 @@ def validate(
     if any(p.severity == "error" for p in problems):
         raise typer.Exit(EXIT_INVALID)
     if output is Format.text:
-        typer.echo(f"paddlegen: {plural(len(found), 'spec')} valid"
-                   f"{'' if found else ' (no paddlegen spec among the files)'}", err=True)
+        say(f"paddlegen: {plural(len(found), 'spec')} valid"
+            f"{'' if found else ' (no paddlegen spec among the files)'}")
 
 
 @app.command(cls=Command)
@@ -326,8 +331,7 @@ def check(
     found, unreadable = readable(specs, only_specs) if specs else discover_specs(Path())
     report(unreadable, Format.text)
     if not found and not unreadable:
-        typer.echo("paddlegen: no spec with an out/ beside it below the current directory",
-                   err=True)
+        say("paddlegen: no spec with an out/ beside it below the current directory")
     drifted, invalid = False, bool(unreadable)
     built = outcomes([(str(spec), raw) for spec, raw in found], kube_version, strict)
     for (spec, _), result in zip(found, built, strict=True):
@@ -341,18 +345,18 @@ def check(
         try:
             diff = drift(spec.parent / "out", result.artifacts)
         except WriteError as error:
-            typer.echo(f"paddlegen: {error}", err=True)
+            say(f"paddlegen: {error}")
             invalid = True
             continue
         if diff:
             write_stdout(diff)
-            typer.echo(f"paddlegen: {spec.parent / 'out'} is not what {spec} compiles to", err=True)
+            say(f"paddlegen: {spec.parent / 'out'} is not what {spec} compiles to")
             drifted = True
     if invalid or drifted:
         raise typer.Exit(EXIT_INVALID if invalid else EXIT_DRIFT)
     if found:
-        typer.echo(f"paddlegen: {plural(len(found), 'tree')} up to date with "
-                   f"{'its spec' if len(found) == 1 else 'their specs'}", err=True)
+        say(f"paddlegen: {plural(len(found), 'tree')} up to date with "
+            f"{'its spec' if len(found) == 1 else 'their specs'}")
 
 
 @app.command(cls=Command)
@@ -414,6 +418,6 @@ def init(
 
     starter = resources.files("paddlegen.profiles").joinpath(f"starters/{profile}.yaml")
     if not starter.is_file():
-        raise fail(f"no starter for profile {profile!r}")
+        raise fail(f"no starter for profile {quoted(profile)}")
     write_stdout(f"# yaml-language-server: $schema={schema_url}\n" + starter.read_text("utf-8"))
 

@@ -151,6 +151,7 @@ def explanation_text(explanation: Explanation) -> str:
         if "pserver" in process:
             lines.append(f"  {shell_words(process['pserver']['argv'])} "
                          f"> {process['pserver']['log']} 2>&1 &")
+        lines += [f"  {name}={value}" for name, value in process.get("env", {}).items()]
         trainer = process["trainer"]
         tee = "" if trainer["log"] == "stdout" else f" 2>&1 | tee {trainer['log']}"
         lines.append(f"  {shell_words(trainer['argv'])}{tee}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-from paddlegen.compiler.problems import Position, Problem, SpecError, dotted
+from paddlegen.compiler.problems import Position, Problem, SpecError, dotted, elided, quoted
 
 MAX_BYTES = 1 << 20  # a spec is a few kilobytes; refuse multi-megabyte input before parsing it
 MAX_NODES = 10_000  # nodes after alias expansion
@@ -162,14 +162,20 @@ class _Builder:
             context = error.context or ""
             unclosed = "flow" in context or "quoted" in context
             mark = error.context_mark if unclosed and error.context_mark else error.problem_mark
-            what = "; ".join(filter(None, [error.context, error.problem]))
+            # elided: the problem may quote a token, such as an undefined tag handle, whole
+            what = "; ".join(elided(part) for part in (error.context, error.problem) if part)
             where = self.where(mark) if mark else Position(self.filename, 1, 1)
             fail(where, "yaml-syntax", f"invalid YAML: {what}")
         except YAMLError as error:
             fail(Position(self.filename, 1, 1), "yaml-syntax", f"invalid YAML: {error}")
-        except AssertionError as error:  # ruamel's check of a %YAML directive
+        except AssertionError as error:  # ruamel's check of a %YAML directive, numbers quoted
             fail(Position(self.filename, 1, 1), "yaml-syntax",
-                 f"invalid YAML: {error}; a spec is YAML 1.2 and needs no %YAML directive")
+                 f"invalid YAML: {elided(str(error))}; a spec is YAML 1.2 and needs no %YAML "
+                 "directive")
+        except (ValueError, OverflowError):
+            # ruamel's own int() and chr(): a %YAML version of 5000 digits, an escape "\UFFFFFFFF"
+            fail(Position(self.filename, 1, 1), "yaml-syntax",
+                 "invalid YAML: a %YAML version number or an escape out of range")
 
     def events(self, stream: Iterator[Any]) -> Any:
         stack: list[_Collection] = []
@@ -268,12 +274,14 @@ class _Builder:
         self.values.setdefault(path, self.where(event.start_mark))
         if type(event).__name__ == "AliasEvent":
             if event.anchor not in self.anchors:
-                self.problem(event, path, "yaml-syntax", f"unknown alias *{event.anchor}")
+                self.problem(event, path, "yaml-syntax",
+                             f"unknown alias *{elided(event.anchor)}")
                 return None, 1
             return self.anchors[event.anchor]
         tag = self.tag(event, "str")
         if tag not in _SCALAR_TAGS and tag != f"{_TAG}timestamp":
-            self.problem(event, path, "yaml-tag", f"YAML tag {tag!r} is not allowed in a spec")
+            self.problem(event, path, "yaml-tag",
+                         f"YAML tag {quoted(tag)} is not allowed in a spec")
             return None, 1
         if tag == f"{_TAG}timestamp":
             value: Any = event.value  # a date-like string; the spec has no dates
@@ -281,8 +289,9 @@ class _Builder:
             value = event.value
             if not event.style and yaml11_bool(event.value):
                 self.problem(event, path, "yaml-1.1-boolean",
-                             f"{event.value!r} is a string here but a boolean to YAML 1.1 tools "
-                             f"(kubectl, kube-aws): quote it, or write true/false for a boolean")
+                             f"{quoted(event.value)} is a string here but a boolean to YAML 1.1 "
+                             f"tools (kubectl, kube-aws): quote it, or write true/false for a "
+                             f"boolean")
         else:
             self.texts[path] = event.value
             value = self.construct(tag, event, path)
@@ -302,7 +311,8 @@ class _Builder:
     def check_tag(self, event: Any, kind: str, path: Path) -> None:
         tag = self.tag(event, kind)
         if tag != f"{_TAG}{kind}":
-            self.problem(event, path, "yaml-tag", f"YAML tag {tag!r} is not allowed in a spec")
+            self.problem(event, path, "yaml-tag",
+                         f"YAML tag {quoted(tag)} is not allowed in a spec")
 
     def construct(self, tag: str, event: Any, path: Path) -> Any:
         """A number, boolean or null; None (and a problem) for what its tag cannot read, or a
@@ -322,7 +332,8 @@ class _Builder:
             # its scalar constructor itself: construct_object would keep every node it reads
             return constructor.yaml_constructors[tag](constructor, node)
         except (ValueError, LookupError, TypeError, ArithmeticError):
-            self.problem(event, path, "yaml-scalar", f"{event.value!r} is not a valid !!{kind}")
+            self.problem(event, path, "yaml-scalar",
+                         f"{quoted(event.value)} is not a valid !!{kind}")
             return None
 
     def problem(self, event: Any, path: Path, rule: str, message: str) -> None:

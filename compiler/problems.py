@@ -9,6 +9,8 @@ from typing import Literal
 Severity = Literal["error", "warning"]
 # The rule of a generated object that breaks its release's schema (compiler/build.py).
 SCHEMA_RULE = "kube-schema"
+# The most of a value a message quotes: one spec of huge values must not print megabytes.
+QUOTE_LIMIT = 100
 
 
 @dataclass(frozen=True, order=True)
@@ -30,7 +32,8 @@ class Problem:
         where = f"{self.position.file}:{self.position.line}:{self.position.column}"
         what = f"{self.path}: {self.message}" if self.path else self.message
         prefix = "warning: " if self.severity == "warning" else ""
-        return f"{where}: {prefix}{what} [{self.rule}]"
+        # a file name (or key) that is not UTF-8 would not encode on any stream
+        return printable(f"{where}: {prefix}{what} [{self.rule}]")
 
     def as_dict(self) -> dict[str, object]:
         return {**asdict(self.position), "path": self.path, "rule": self.rule,
@@ -46,8 +49,31 @@ class SpecError(Exception):
 
 
 def dotted(path: tuple[str | int, ...]) -> str:
-    """("training", "port") -> "training.port"; list indices as [i]."""
+    """("training", "port") -> "training.port"; list indices as [i], long keys elided."""
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+        out += f"[{part}]" if isinstance(part, int) else (
+            f".{elided(part)}" if out else elided(part))
     return out
+
+
+def elided(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """`text`, or its first and last characters around '…' when longer than `limit`."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 1) // 2
+    return f"{text[:half]}…{text[-half:]}"
+
+
+def quoted(value: object) -> str:
+    """A value of the user's as a message quotes it: its repr, elided if long."""
+    return elided(repr(value))
+
+
+def printable(text: str) -> str:
+    """`text` as any stream can print it: bytes of a file name that were not UTF-8 (which Python
+    keeps as lone surrogates) written as \\xNN, other lone surrogates as \\uNNNN."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -17,7 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from paddlegen.compiler.loader import Path
 from paddlegen.compiler.plan import bucket_of, pserver_ports, region_of
-from paddlegen.compiler.problems import Severity
+from paddlegen.compiler.problems import Severity, elided, quoted
 from paddlegen.compiler.targets import Target
 from paddlegen.schema.models import (
     ClusterTraining,
@@ -292,7 +292,7 @@ def job_names(spec: WithDataset) -> Iterable[Violation]:
     """The data Job and the training Job have different names (one namespace holds both)."""
     if spec.dataset.job_name == spec.metadata.name:
         yield ("metadata", "name"), (
-            f"{spec.metadata.name!r} is also the data Job's name (dataset.jobName); "
+            f"{quoted(spec.metadata.name)} is also the data Job's name (dataset.jobName); "
             "rename the training job, or set dataset.jobName to another name")
 
 
@@ -346,7 +346,7 @@ def s3_bucket_name(spec: WithBucket) -> Iterable[Violation]:
          "it may not start with 'xn--' or end with '-s3alias'"),
     ) if broken]
     for reason in reasons:
-        yield ("cluster", "s3Uri"), f"{bucket!r} is not a valid bucket name: {reason}"
+        yield ("cluster", "s3Uri"), f"{quoted(bucket)} is not a valid bucket name: {reason}"
 
 
 IMAGE_TAG_DOC = """Images name a tag other than latest (or a digest): otherwise each node may run
@@ -359,8 +359,8 @@ def _untagged(path: Path, image: str) -> Iterable[Violation]:
     last = image.rsplit("/", 1)[-1]
     name, _, tag = image.rpartition(":") if ":" in last else (image, "", "")
     if not tag or tag == "latest":
-        yield path, (f"{image} {'has no tag' if not tag else 'uses :latest'}; "
-                     f"pin a version tag or a digest ({name or image}:<version>)")
+        yield path, (f"{elided(image)} {'has no tag' if not tag else 'uses :latest'}; "
+                     f"pin a version tag or a digest ({elided(name or image)}:<version>)")
 
 
 @rule("image-tag", severity="warning")
@@ -384,11 +384,11 @@ _SUFFIX: dict[str, int | Decimal] = {
 def quantity(text: str) -> Decimal:
     """The value of a Kubernetes quantity ("50Gi" -> 53687091200)."""
     if not re.match(QUANTITY.regex, text):
-        raise ValueError(f"not a quantity: {text!r}")
+        raise ValueError(f"not a quantity: {quoted(text)}")
     number, suffix = re.match(r"\+?([0-9.]+)(.*)", text).groups()  # type: ignore[union-attr]
     try:
         if suffix[:1] in ("e", "E") and suffix[1:].lstrip("+-").isdigit():
             return Decimal(number + suffix)
         return Decimal(number) * Decimal(_SUFFIX[suffix])
     except (KeyError, InvalidOperation):
-        raise ValueError(f"not a quantity: {text!r}") from None
+        raise ValueError(f"not a quantity: {quoted(text)}") from None

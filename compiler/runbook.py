@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from shlex import quote as q
 
+from paddlegen.compiler.collective import CollectiveTraining
 from paddlegen.compiler.explain import WIDTH, wrapped
 from paddlegen.compiler.kube_objects import MODELS_MOUNT, models_pod
 from paddlegen.compiler.plan import DATA_MOUNT, EFS_MOUNT_OPTIONS, DataJob, Meta, PserverTraining
@@ -156,7 +157,8 @@ def wait_for_job(meta: Meta, job: str) -> str:
             "  fi\n  sleep 10\ndone\n")
 
 
-def follow_trainers(meta: Meta, training: PserverTraining, selector: str | None = None) -> str:
+def follow_trainers(meta: Meta, training: PserverTraining | CollectiveTraining,
+                    selector: str | None = None) -> str:
     """Wait for the trainer pods (the Job's, or those `selector` selects: a controller makes
     them a moment after the object), list them, and follow the first one's log once it has
     left Pending (what every kubectl can do)."""

@@ -12,7 +12,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel
 
 from paddlegen.compiler.loader import Document, Path, load_text
-from paddlegen.compiler.problems import Problem, SpecError, dotted
+from paddlegen.compiler.problems import Problem, SpecError, dotted, elided, quoted
 from paddlegen.compiler.profile import Profile
 from paddlegen.profiles import PROFILES
 from paddlegen.schema.models import SpecBase
@@ -85,7 +85,7 @@ def placeholders(document: Document) -> list[Problem]:
             pending += [((*path, index), item) for index, item in enumerate(value)]
         elif isinstance(value, str) and (match := PLACEHOLDER.fullmatch(value.strip())):
             found.append(Problem(document.position(path), dotted(path), "placeholder",
-                                 f"still a placeholder: put {match[1]} here"))
+                                 f"still a placeholder: put {elided(match[1])} here"))
     return found
 
 
@@ -104,7 +104,8 @@ def profile_problem(document: Document, profile: object) -> Problem:
     choices = ", ".join(PROFILES)
     if profile is None and "profile" not in document.data:
         return Problem(document.position(()), "profile", "required", f"missing; one of {choices}")
-    message = f"{profile!r} is not a profile; one of {choices}{did_you_mean(profile, PROFILES)}"
+    message = (f"{quoted(profile)} is not a profile; one of "
+               f"{choices}{did_you_mean(profile, PROFILES)}")
     return Problem(document.position(("profile",)), "profile", "bad-value", message)
 
 
@@ -140,6 +141,9 @@ def valid_part(model: type[BaseModel], data: Any) -> BaseModel:
     of the whole (so rules across fields see what they can)."""
     from pydantic import ValidationError
 
+    prepared = getattr(model, "prepared", None)  # what a model infers before validating
+    if prepared is not None and isinstance(data, dict):
+        data = prepared(data)
     fields: dict[str, Any] = {}
     for name, field in model.model_fields.items():
         key = field.alias or name
@@ -212,18 +216,21 @@ PYDANTIC_RULES = {
 def describe(error: Any, source: str | None) -> str:
     """pydantic's message, with the grammar's meaning for pattern errors and the offending value;
     `source` is the value as written, when YAML read it as something other than a string."""
-    kind, value = error["type"], error.get("input")
-    if kind == "string_pattern_mismatch":
-        meaning = MEANING_BY_REGEX.get(error["ctx"]["pattern"], "the field's pattern")
-        return f"{value!r} is not {meaning}"
+    kind, value, context = error["type"], error.get("input"), error.get("ctx", {})
+    if kind in ("string_pattern_mismatch", "string_too_long") and "pattern" in context:
+        meaning = MEANING_BY_REGEX.get(context["pattern"], "the field's pattern")
+        if kind == "string_too_long":  # refused before its pattern was tried (schema/models.py)
+            return (f"{quoted(value)} is not {meaning} ({len(value)} characters; at most "
+                    f"{context['max_length']})")
+        return f"{quoted(value)} is not {meaning}"
     message = str(error["msg"][0].lower() + error["msg"][1:])
     if kind == "string_type" and source is not None and not isinstance(value, (dict, list)):
         lost = "; YAML dropped its leading zero" if source.startswith("0") and source != "0" else ""
-        return (f"{message}: write {json.dumps(source)} in quotes; unquoted, YAML reads "
-                f"{json.dumps(value)}{lost}")
+        return (f"{message}: write {elided(json.dumps(source))} in quotes; unquoted, YAML reads "
+                f"{elided(json.dumps(value))}{lost}")
     if isinstance(value, (dict, list)):
         return message
-    return f"{message} (got {value!r})"
+    return f"{message} (got {quoted(value)})"
 
 
 def field_names(model: Any, path: Path) -> list[str]:
@@ -241,5 +248,10 @@ def _members(annotation: Any) -> tuple[Any, ...]:
 
 
 def did_you_mean(word: object, choices: Any) -> str:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    text, names = str(word), list(choices)
+    # difflib indexes every character of the word, tens of megabytes for a huge key; and a word
+    # over 3 times as long as every choice has a ratio under 0.5 to each, so none is close
+    if len(text) > 3 * max(map(len, names), default=0):
+        return ""
+    close = difflib.get_close_matches(text, names, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""

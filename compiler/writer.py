@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paddlegen.compiler.artifact import K8S_DIR, MANIFEST, Artifact
+from paddlegen.compiler.problems import printable
 
 JOURNAL = ".paddlegen-journal"
 STAGING_PREFIX = ".paddlegen-staging-"
@@ -90,12 +91,7 @@ def _utf8_length(text: str) -> int:
 def shown(name: object) -> str:
     """A path as it can be printed on any terminal: undecodable bytes and control characters
     escaped, so a file name can neither break the output nor write escape sequences."""
-    text = str(name)
-    try:
-        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a surrogate no file name decodes to
-        text = text.encode("utf-8", "backslashreplace").decode()
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in printable(str(name)))
 
 
 def _removal_hint(path: Path, directory: bool = False) -> str:

@@ -8,16 +8,20 @@ PaddleJob running the same script.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from shlex import quote as q
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
+from pydantic.alias_generators import to_camel
 
-from paddlegen.compiler import efs, eksctl
+from paddlegen.compiler import collective, efs, eksctl
 from paddlegen.compiler import runbook as rb
-from paddlegen.compiler.explain import pserver_explanation
+from paddlegen.compiler.collective import CollectiveLauncher, CollectiveTraining
+from paddlegen.compiler.explain import common_facts, pserver_explanation
 from paddlegen.compiler.kube_objects import (
     Object,
     data_job,
@@ -35,6 +39,7 @@ from paddlegen.compiler.kube_objects import (
 )
 from paddlegen.compiler.launcher import launcher_script
 from paddlegen.compiler.plan import (
+    DATA_MOUNT,
     DataJob,
     EfsCsiVolume,
     Meta,
@@ -42,10 +47,12 @@ from paddlegen.compiler.plan import (
     claim_jobs,
     meta_of,
     region_of,
+    resources_of,
 )
 from paddlegen.compiler.profile import Explanation, FileViolation, Profile
 from paddlegen.compiler.render import to_json, to_yaml
 from paddlegen.compiler.rules import (
+    Rule,
     Violation,
     dataset_image_tag,
     gradient_servers,
@@ -66,9 +73,13 @@ from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
     ClusterTraining,
     DatasetSettings,
+    Launcher,
+    Resources,
     SpecBase,
     SpecModel,
+    deadline,
     text,
+    ttl,
 )
 
 EKSCTL = "v0.230.0"
@@ -110,6 +121,10 @@ class EksCluster(SpecModel):
     worker_instance_type: Annotated[
         str, text(p.INSTANCE_TYPE, "EC2 instance type of the nodes.")
     ]
+    efa: bool = Field(default=False, description=(
+        "Give the nodes every Elastic Fabric Adapter their type has (eksctl's efaEnabled) and "
+        "each trainer pod all of them, for NCCL; the node group then lives in the first zone "
+        "(eksctl puts EFA node groups in one zone, in a cluster placement group)."))
 
 
 class EksEfs(SpecModel):
@@ -133,14 +148,182 @@ class EksStorage(SpecModel):
     request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
 
 
+Framework = Literal["paddle", "paddle-v1"]
+# PaddlePaddle v1's fields, and the tutorial's values (seed 003) for those a paddle-v1 spec leaves
+# out; PaddlePaddle 3's fields. Each framework refuses the other's (rule framework-fields).
+V1_DEFAULTS: dict[str, object] = {
+    "image": "paddlepaddle/paddle-tutorial:k8s_train", "port": 7164, "portsNum": 2,
+    "portsNumForSparse": 2, "trainerCount": 3, "nic": "eth0", "configDir": "quick_start",
+    "jobPath": "/home/jobpath"}
+V1_FIELDS = ("port", "ports_num", "ports_num_for_sparse", "gradient_servers", "trainer_count",
+             "nic", "config_dir", "job_path")
+PADDLE_FIELDS = ("script", "args", "gpus_per_node", "master_port")
+V1_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
+MASTER_PORT = 36543  # the training operator's default for a PaddleJob's master port
+
+
+class EksTraining(SpecModel):
+    """The training run: PaddlePaddle 3's collective launcher (framework paddle, the default) or
+    PaddlePaddle v1's parameter server of the tutorials (framework paddle-v1)."""
+
+    framework: Framework = Field(default="paddle", description=(
+        "paddle: PaddlePaddle 3, `python -m paddle.distributed.launch`, data-parallel; "
+        "paddle-v1: the tutorials' parameter server (`paddle pserver` and `paddle train`). "
+        "Absent: paddle-v1 if the spec sets a field only paddle-v1 has (specs written before "
+        "this field), else paddle."))
+
+    @classmethod
+    def prepared(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A spec without a framework is paddle-v1's if it sets one of its fields (also read by
+        the partial validation of a spec with errors)."""
+        if "framework" in data:
+            return data
+        v1 = any(to_camel(name) in data for name in V1_FIELDS)
+        return {**data, "framework": "paddle-v1" if v1 else "paddle"}
+
+    @model_validator(mode="before")
+    @classmethod
+    def inferred_framework(cls, data: Any) -> Any:
+        return cls.prepared(data) if isinstance(data, dict) else data
+    image: Annotated[str | None, text(p.IMAGE, (
+        "Image of the trainers: with paddle, yours, with PaddlePaddle 3 and your script; with "
+        "paddle-v1, the tutorial's by default."))] = None
+    nodes: Annotated[
+        int, Field(ge=1, le=1000, description="Trainer pods; parallelism = completions = nodes.")
+    ]
+    launcher: Launcher = Field(description=(
+        "How the trainers find each other: indexed (an Indexed Job and a headless Service: "
+        "ranks are completion indexes, peers stable DNS names), kubeflow (Kubeflow's "
+        "PaddleJob) or, with paddle-v1, seed (the image's own start script)."))
+    resources: Resources = Field(description="CPU and memory of each trainer pod.")
+    active_deadline_seconds: Annotated[int, deadline("the training run")]
+    ttl_seconds_after_finished: Annotated[int | None, ttl("the training Job")] = None
+    script: Annotated[str | None, text(p.ABSOLUTE_PATH, (
+        "paddle: the training script, an absolute path inside the image."))] = None
+    args: list[Annotated[str, Field(max_length=4096)]] | None = Field(
+        default=None, max_length=256, description="paddle: the script's arguments.")
+    gpus_per_node: Annotated[int | None, Field(ge=0, le=64, description=(
+        "paddle: GPUs of each pod (nvidia.com/gpu), one trainer process each; 0, the "
+        "default: CPU, one process, over gloo."))] = None
+    master_port: Annotated[int | None, Field(ge=1, le=65535, description=(
+        "paddle: the rendezvous port of the launcher on pod 0 (default 36543)."))] = None
+    port: Annotated[int | None, Field(ge=1, le=65535, description=(
+        "paddle-v1: first pserver port (--port); default 7164."))] = None
+    ports_num: Annotated[int | None, Field(ge=1, le=100, description=(
+        "paddle-v1: ports for dense updates (--ports_num); default 2."))] = None
+    ports_num_for_sparse: Annotated[int | None, Field(ge=0, le=100, description=(
+        "paddle-v1: ports for sparse updates (--ports_num_for_sparse); default 2."))] = None
+    gradient_servers: Annotated[int | None, Field(ge=1, le=1000, description=(
+        "paddle-v1: --num_gradient_servers; defaults to nodes."))] = None
+    trainer_count: Annotated[int | None, Field(ge=1, le=1024, description=(
+        "paddle-v1: trainer threads per pod (TRAINER_COUNT); default 3."))] = None
+    nic: Annotated[str | None, text(p.NIC, (
+        "paddle-v1: network interface the pservers bind (--nics); default eth0."))] = None
+    config_dir: Annotated[str | None, text(p.PATH_SEGMENT, (
+        "paddle-v1: directory of the trainer config under the job directory; default "
+        "quick_start."))] = None
+    job_path: Annotated[str | None, text(p.ABSOLUTE_PATH, (
+        "paddle-v1: where the shared volume is mounted in the trainer (JOB_PATH); default "
+        "/home/jobpath."))] = None
+
+
+class EksDataset(DatasetSettings):
+    """The data-preparation Job; with paddle, there is one only if its image is given."""
+
+    # optional here, required in the shared model: pydantic takes the narrower override
+    image: Annotated[str | None, text(p.IMAGE, (
+        "Image of the data-preparation Job; with paddle-v1 the tutorial's by default, with "
+        "paddle none: no data Job."))] = None  # type: ignore[assignment]
+
+
 class EksSpec(SpecBase):
     """Distributed training on an EKS cluster made by eksctl, EFS through its CSI driver."""
 
     profile: Literal["eks"] = Field(description="Which way to run.")
     cluster: EksCluster = Field(description="The EKS cluster.")
     storage: EksStorage = Field(description="The shared volume.")
-    dataset: DatasetSettings = Field(description="The data-preparation Job.")
-    training: ClusterTraining = Field(description="The parameter-server training.")
+    dataset: EksDataset = Field(description="The data-preparation Job.")
+    training: EksTraining = Field(description="The training run.")
+
+
+def v1_training(training: EksTraining) -> ClusterTraining:
+    """The parameter-server settings of a paddle-v1 spec, the tutorial's values filled in."""
+    given = training.model_dump(by_alias=True, exclude_none=True,
+                                exclude={"framework", *PADDLE_FIELDS})
+    return ClusterTraining.model_validate({**V1_DEFAULTS, **given})
+
+
+def v1_dataset(dataset: EksDataset) -> DatasetSettings:
+    return DatasetSettings.model_validate(
+        {**dataset.model_dump(by_alias=True, exclude_none=True),
+         "image": dataset.image or V1_DATA_IMAGE})
+
+
+def as_v1(spec: EksSpec) -> Any:
+    """A paddle-v1 spec as the shared parameter-server rules read it."""
+    return spec.model_copy(update={"training": v1_training(spec.training),
+                                   "dataset": v1_dataset(spec.dataset)})
+
+
+def v1_only(shared: Rule[Any]) -> Rule[EksSpec]:
+    """A parameter-server rule, for paddle-v1 specs only."""
+    def check(spec: EksSpec) -> Iterable[Violation]:
+        if spec.training.framework == "paddle-v1":
+            yield from shared.check(as_v1(spec))
+    check.__doc__ = shared.doc
+    return Rule(shared.name, check, shared.severity)
+
+
+def either(shared: Rule[Any], applies: Callable[[EksSpec], bool] = lambda spec: True
+           ) -> Rule[EksSpec]:
+    """A rule of both frameworks, reading a paddle-v1 spec with the tutorial's values, and a
+    paddle spec where `applies` (the rule framework-fields reports what it lacks)."""
+    def check(spec: EksSpec) -> Iterable[Violation]:
+        if spec.training.framework == "paddle-v1":
+            yield from shared.check(as_v1(spec))
+        elif spec.training.image is not None and applies(spec):
+            yield from shared.check(spec)
+    check.__doc__ = shared.doc
+    return Rule(shared.name, check, shared.severity)
+
+
+FRAMEWORK_FIELDS = {"paddle": V1_FIELDS, "paddle-v1": PADDLE_FIELDS}
+
+
+@rule("framework-fields")
+def framework_fields(spec: EksSpec) -> Iterable[Violation]:
+    """training's fields belong to its framework: port, portsNum, portsNumForSparse,
+    gradientServers, trainerCount, nic, configDir and jobPath only to paddle-v1 (PaddlePaddle
+    v1's parameter server); script, args, gpusPerNode, masterPort and cluster.efa only to
+    paddle (PaddlePaddle 3); paddle needs an image and a script, and runs with the indexed or
+    kubeflow launcher."""
+    t = spec.training
+    other = "paddle-v1" if t.framework == "paddle" else "paddle"
+    for name in FRAMEWORK_FIELDS[t.framework]:
+        if getattr(t, name) is not None:
+            field = EksTraining.model_fields[name].alias or name
+            yield ("training", field), (
+                f"a field of framework {other}, not of {t.framework}; remove it, or set "
+                f"training.framework: {other}")
+    if t.framework != "paddle":
+        if spec.cluster.efa:
+            yield ("cluster", "efa"), ("EFA serves PaddlePaddle 3's collective (NCCL); "
+                                       "PaddlePaddle v1's pservers talk TCP")
+        return
+    for name in ("image", "script"):
+        if getattr(t, name) is None:
+            yield ("training",), f"framework paddle needs training.{name}"
+    if t.launcher == "seed":
+        yield ("training", "launcher"), ("the seed launcher runs the tutorial image's start "
+                                         "script, for paddle-v1; use indexed or kubeflow")
+
+
+def instance_types() -> dict[str, dict[str, Any]]:
+    from importlib import resources
+
+    table: dict[str, dict[str, Any]] = json.loads(
+        resources.files("paddlegen.profiles").joinpath("instance-types.json").read_text())
+    return table
 
 
 def target(spec: EksSpec) -> Target:
@@ -203,6 +386,60 @@ def efs_file_system(spec: EksSpec) -> Iterable[Violation]:
             "its volume; put the id here once the runbook has it, and rebuild")
 
 
+def allocatable(facts: dict[str, Any]) -> tuple[Decimal, Decimal]:
+    """What a node of the type gives pods (CPU cores, memory bytes), as the EKS-optimised AMI's
+    kubelet reserves (amazon-eks-ami's bootstrap: 6% of the first core, 1% of the second, 0.5%
+    of the next two, 0.25% of the rest; 11 MiB per pod the type can run and 255 MiB, and the
+    100 MiB eviction threshold). The add-ons' DaemonSets are not counted."""
+    cores = facts["vcpu"]
+    reserved_cpu = (Decimal("0.06") + Decimal("0.01") * min(max(cores - 1, 0), 1)
+                    + Decimal("0.005") * min(max(cores - 2, 0), 2)
+                    + Decimal("0.0025") * max(cores - 4, 0))
+    reserved_mib = 11 * facts["maxPods"] + 255 + 100
+    return cores - reserved_cpu, Decimal((facts["memoryMiB"] - reserved_mib) * 2**20)
+
+
+@rule("instance-capacity")
+def instance_capacity(spec: EksSpec) -> Iterable[Violation]:
+    """cluster.workerInstanceType is an EC2 instance type paddlegen knows (a table vendored in
+    profiles/instance-types.json; a type close to a known one is taken for a typo), and each
+    trainer pod fits on one node: training.gpusPerNode at most the type's GPUs, its CPU and
+    memory requests at most what the node gives pods (the EKS AMI kubelet's reserve taken off),
+    or the pods stay Pending; with cluster.efa, the type has Elastic Fabric Adapters."""
+    from paddlegen.compiler.rules import quantity
+    from paddlegen.compiler.spec import did_you_mean
+
+    kind, t = spec.cluster.worker_instance_type, spec.training
+    table = instance_types()
+    facts = table.get(kind)
+    if facts is None:
+        close = did_you_mean(kind, (name for name in table if not name.startswith("_")))
+        if close:
+            yield ("cluster", "workerInstanceType"), f"not an EC2 instance type{close}"
+        return
+    if spec.cluster.efa and not facts["efaInterfaces"]:
+        yield ("cluster", "efa"), f"{kind} has no Elastic Fabric Adapter; choose a type with one"
+    gpus = (t.gpus_per_node or 0) if t.framework == "paddle" else 0
+    if gpus > facts["gpus"]:
+        have = {0: "no GPU", 1: "1 GPU"}.get(facts["gpus"], f"{facts['gpus']} GPUs")
+        larger = min(((f["gpus"], f["vcpu"], name) for name, f in table.items()
+                      if not name.startswith("_") and f["gpus"] >= gpus), default=None)
+        instead = (f"choose an instance type with {gpus} GPUs or more, such as {larger[2]}"
+                   if larger
+                   else "no instance type paddlegen knows has more")
+        yield ("training", "gpusPerNode"), (
+            f"{kind} has {have}; ask for at most {facts['gpus']}, or {instead}")
+    cpu, memory = allocatable(facts)
+    requests = t.resources.requests
+    for name, room, unit in (("cpu", cpu, "cores"), ("memory", memory, "bytes")):
+        asked = getattr(requests, name)
+        if asked is not None and quantity(asked) > room:
+            shown = f"{room:.2f} cores" if unit == "cores" else f"{room / 2**30:.1f}Gi"
+            yield ("training", "resources", "requests", name), (
+                f"{asked} does not fit on a {kind} node, which gives pods about {shown}; "
+                "request less, or choose a larger instance type")
+
+
 @dataclass(frozen=True)
 class EksPlan:
     meta: Meta
@@ -210,34 +447,84 @@ class EksPlan:
     efs_stack: str
     iam_group: str  # also its inline policy's name
     volume: EfsCsiVolume
-    data: DataJob
-    training: PserverTraining
+    data: DataJob | None  # paddle runs one only if the spec names its image
+    training: PserverTraining | CollectiveTraining
+
+
+def collective_training(spec: EksSpec) -> CollectiveTraining:
+    t = spec.training
+    assert t.image is not None and t.script is not None  # rule framework-fields
+    launcher: CollectiveLauncher = "kubeflow" if t.launcher == "kubeflow" else "indexed"
+    return CollectiveTraining(
+        spec.metadata.name, t.image, t.script, tuple(t.args or ()), t.nodes,
+        t.gpus_per_node or 0, launcher, t.master_port or MASTER_PORT, spec.storage.claim_name,
+        t.active_deadline_seconds, resources_of(t.resources), t.ttl_seconds_after_finished,
+        *efa_wiring(spec.cluster))
+
+
+# NCCL over EFA (aws-ofi-nccl in the image): libfabric's EFA provider, and GPUDirect RDMA on the
+# types whose EFA reads GPU memory directly.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+RDMA_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
+
+
+def efa_wiring(cluster: EksCluster) -> tuple[tuple[tuple[str, str], ...],
+                                             tuple[tuple[str, str], ...]]:
+    """Each pod's EFA devices (all the node's: one pod per node) and NCCL's environment."""
+    facts = instance_types().get(cluster.worker_instance_type)
+    if not cluster.efa or not facts or not facts["efaInterfaces"]:
+        return (), ()
+    env = [("FI_PROVIDER", "efa")]
+    if cluster.worker_instance_type.split(".")[0] in RDMA_FAMILIES:
+        env.append(("FI_EFA_USE_DEVICE_RDMA", "1"))
+    return ((EFA_RESOURCE, str(facts["efaInterfaces"])),), tuple(env)
+
+
+def collective_data(spec: EksSpec) -> DataJob | None:
+    """The data Job of a paddle spec that names its image: it writes to <job>/data on the
+    shared volume, which the trainers see at /mnt/shared/<job>/data."""
+    d = spec.dataset
+    if d.image is None:
+        return None
+    return DataJob(d.job_name, d.image, f"{DATA_MOUNT}/{spec.metadata.name}/data",
+                   spec.training.nodes, d.active_deadline_seconds, resources_of(d.resources),
+                   d.ttl_seconds_after_finished)
 
 
 def derive(spec: EksSpec) -> EksPlan:
-    name, namespace, t = spec.metadata.name, spec.metadata.namespace, spec.training
+    name, namespace = spec.metadata.name, spec.metadata.namespace
     tgt = target(spec)
     cluster = spec.cluster.model_copy(
-        update={"worker_count": spec.cluster.worker_count or t.nodes})
+        update={"worker_count": spec.cluster.worker_count or spec.training.nodes})
     storage = spec.storage
     volume = EfsCsiVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
                           storage.efs.file_system_id, storage.capacity, storage.request)
-    data, training = claim_jobs(name, storage.claim_name, spec.dataset, t, tgt.kube)
-    return EksPlan(meta_of(spec, tgt, t.image), cluster, f"{cluster.name}-efs",
+    data: DataJob | None
+    training: PserverTraining | CollectiveTraining
+    if spec.training.framework == "paddle-v1":
+        data, training = claim_jobs(name, storage.claim_name, v1_dataset(spec.dataset),
+                                    v1_training(spec.training), tgt.kube)
+    else:
+        data, training = collective_data(spec), collective_training(spec)
+    return EksPlan(meta_of(spec, tgt, training.image), cluster, f"{cluster.name}-efs",
                    f"{cluster.name}-eksctl", volume, data, training)
 
 
 def objects(plan: EksPlan) -> list[Object]:
-    meta, training, launch = plan.meta, plan.training, plan.training.launch
+    meta, training = plan.meta, plan.training
+    storage = [*namespace(meta), *efs_csi_volume(meta, plan.volume),
+               persistent_volume_claim(meta, plan.volume)]
+    data = [data_job(meta, plan.data, plan.volume.claim_name)] if plan.data else []
+    if isinstance(training, CollectiveTraining):
+        return [*storage, *data, *collective.objects(meta, training)]
+    launch = training.launch
     script = [launcher_config_map(meta, training, launcher_script(training))] \
         if launch.scripted else []
     service = [headless_service(meta, training)] if launch.service else []
     trainers = paddle_job(meta, training) if launch.operator else training_job(meta, training)
-    return [*namespace(meta), *efs_csi_volume(meta, plan.volume),
-            persistent_volume_claim(meta, plan.volume), *pod_reader(meta, training.pod_reader),
-            *script, *service, *network_policy(meta, training.ports),
-            *pod_disruption_budget(meta, training),
-            data_job(meta, plan.data, plan.volume.claim_name), trainers]
+    return [*storage, *pod_reader(meta, training.pod_reader), *script, *service,
+            *network_policy(meta, training.ports), *pod_disruption_budget(meta, training),
+            *data, trainers]
 
 
 def cluster_config(plan: EksPlan) -> dict[str, Any]:
@@ -258,6 +545,8 @@ def cluster_config(plan: EksPlan) -> dict[str, Any]:
             "name": NODE_GROUP, "instanceType": c.worker_instance_type,
             "desiredCapacity": nodes, "minSize": nodes, "maxSize": nodes,
             "privateNetworking": True,
+            **({"availabilityZones": [c.availability_zones[0]], "efaEnabled": True}
+               if c.efa else {}),
         }],
         "addons": [
             {"name": "vpc-cni",
@@ -344,8 +633,23 @@ def iam_policy(plan: EksPlan) -> dict[str, Any]:
              "Action": ["ssm:GetParameter", "ssm:GetParameters"],
              "Resource": [f"arn:aws:ssm:{c.region}:*:parameter/aws/service/*"]},
             *iam_statements(c.account_id),
+            *ecr_statements(plan),
         ],
     }
+
+
+def ecr_statements(plan: EksPlan) -> list[dict[str, Any]]:
+    """Pushing the training image to its repository in this account, where it is one."""
+    ecr = ecr_repository(plan) if isinstance(plan.training, CollectiveTraining) else None
+    if ecr is None:
+        return []
+    c = plan.cluster
+    return [{"Sid": "EcrTrainingImage", "Effect": "Allow",
+             "Action": [f"ecr:{action}" for action in ECR_PUSH_ACTIONS],
+             "Resource": [f"arn:aws:ecr:{c.region}:{c.account_id}:repository/"
+                          f"{ecr['repository']}"]},
+            {"Sid": "EcrLogin", "Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"],
+             "Resource": ["*"]}]
 
 
 CLUSTER_CONFIG = "aws/eksctl-cluster.yaml"
@@ -372,7 +676,9 @@ def numbered(sections: list[tuple[str, str]]) -> str:
 
 def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
     meta, c, training, data = plan.meta, plan.cluster, plan.training, plan.data
-    kube, operator = meta.target.kube, training.launch.operator
+    operator = (training.launcher == "kubeflow" if isinstance(training, CollectiveTraining)
+                else training.launch.operator)
+    kube = meta.target.kube
     *first, training_manifest = manifest_paths
     stack, config = q(plan.efs_stack), f'"$OUT/{CLUSTER_CONFIG}"'
     pre = rb.preamble(c.name, {"KUBECONFIG": '"$ASSETS/kubeconfig"',
@@ -438,6 +744,29 @@ check it, and go on with the rebuilt RUNBOOK.md:
 {pre}kubectl apply --server-side -k {q(OPERATOR_MANIFESTS)}
 kubectl --namespace=kubeflow rollout status deployment/training-operator --timeout=600s
 ```"""))
+    teardown = f"""\
+```sh
+{pre}{rb.delete_objects(meta)}{operator_removed}\
+FILE_SYSTEM_ID=$({file_system_of_stack})
+OWNER=$({owner_of_file_system})
+aws cloudformation delete-stack --stack-name {stack}
+aws cloudformation wait stack-delete-complete --stack-name {stack}
+if [ "$OWNER" = {stack} ]; then aws efs delete-file-system --file-system-id "$FILE_SYSTEM_ID"; fi
+eksctl delete cluster -f {config} --wait
+```
+
+The EFS stack goes before eksctl's, whose exports it uses and whose VPC its mount targets are in.
+The file system goes only if this runbook's stack made it (its `{efs.OWNER_TAG}` tag); one you
+brought stays. Last, as the administrator:
+
+```sh
+{pre}{rb.AS_ADMINISTRATOR}{rb.group_policy_deleted(plan.iam_group)}\
+{rb.iam_group_removed(plan.iam_group, MANAGED_POLICIES)}```"""
+    if isinstance(training, CollectiveTraining):
+        sections += collective_sections(plan, training, pre, first, training_manifest)
+        sections.append(("Teardown, in this order", teardown))
+        return rb.header(meta, "eks") + numbered(sections)
+    assert data is not None
     selector = "-l " + ",".join(f"{key}={q(value)}"
                                 for key, value in trainer_selector(meta).items())
     sections += [
@@ -455,26 +784,117 @@ pserver ports; the VPC CNI's network policy agent enforces it."""),
 {pre}{rb.copy_models(meta, training)}```
 
 Go on only if it said the models are safe."""),
-        ("Teardown, in this order", f"""\
-```sh
-{pre}{rb.delete_objects(meta)}{operator_removed}\
-FILE_SYSTEM_ID=$({file_system_of_stack})
-OWNER=$({owner_of_file_system})
-aws cloudformation delete-stack --stack-name {stack}
-aws cloudformation wait stack-delete-complete --stack-name {stack}
-if [ "$OWNER" = {stack} ]; then aws efs delete-file-system --file-system-id "$FILE_SYSTEM_ID"; fi
-eksctl delete cluster -f {config} --wait
-```
-
-The EFS stack goes before eksctl's, whose exports it uses and whose VPC its mount targets are in.
-The file system goes only if this runbook's stack made it (its `{efs.OWNER_TAG}` tag); one you
-brought stays. Last, as the administrator:
-
-```sh
-{pre}{rb.AS_ADMINISTRATOR}{rb.group_policy_deleted(plan.iam_group)}\
-{rb.iam_group_removed(plan.iam_group, MANAGED_POLICIES)}```"""),
+        ("Teardown, in this order", teardown),
     ]
     return rb.header(meta, "eks") + numbered(sections)
+
+
+ECR_IMAGE = re.compile(r"(?P<registry>(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)"
+                       r"\.amazonaws\.com)/(?P<repository>[^:@]+)")
+PADDLE_BASE_IMAGE = "paddlepaddle/paddle:3.3.1"  # PaddlePaddle 3.3's CPU image on Docker Hub
+ECR_PUSH_ACTIONS = ("BatchCheckLayerAvailability", "BatchGetImage", "CompleteLayerUpload",
+                    "CreateRepository", "DeleteRepository", "DescribeImages",
+                    "DescribeRepositories", "InitiateLayerUpload", "PutImage", "UploadLayerPart")
+
+
+ECR_KEPT = ("The image's repository stays for the next run; `aws ecr delete-repository --force` "
+            "removes it\nwith its images.")
+
+
+def ecr_repository(plan: EksPlan) -> re.Match[str] | None:
+    """The training image's ECR repository, if it is one of this cluster's account and region
+    (the runbook makes it and pushes there; the nodes' role may pull from it)."""
+    match = ECR_IMAGE.match(plan.training.image)
+    c = plan.cluster
+    if match and match["account"] == c.account_id and match["region"] == c.region:
+        return match
+    return None
+
+
+def image_section(plan: EksPlan, training: CollectiveTraining, pre: str) -> tuple[str, str]:
+    workdir = training.script.rsplit("/", 1)[0] or "/"
+    dockerfile = (f"FROM {PADDLE_BASE_IMAGE}   # for GPUs: the 3.3.1 GPU tag of your CUDA "
+                  f"release\nCOPY . {workdir}\n")
+    ecr = ecr_repository(plan)
+    image = q(training.image)
+    if ecr is None:
+        push = (f"Build it from your code's directory and push it where the nodes can pull "
+                f"it:\n\n```sh\n{pre}docker build -t {image} \"${{CODE_DIR:?set CODE_DIR to "
+                f"the directory of your code}}\"\ndocker push {image}\n```")
+    else:
+        repository = q(ecr["repository"])
+        push = f"""\
+Build it from your code's directory and push it to the account's registry (the group's policy
+allows pushing to this repository only; the nodes' role pulls from it):
+
+```sh
+{pre}CODE_DIR="${{CODE_DIR:?set CODE_DIR to the directory of your code}}"
+aws ecr describe-repositories --repository-names {repository} >/dev/null 2>&1 ||
+  aws ecr create-repository --repository-name {repository} \\
+    --image-scanning-configuration scanOnPush=true
+aws ecr get-login-password | docker login --username AWS --password-stdin {ecr["registry"]}
+docker build -t {image} "$CODE_DIR"
+docker push {image}
+```"""
+    return ("The training image", f"""\
+The trainers run PaddlePaddle 3 and your code, with `{training.script}` in it, from the image
+`{training.image}`. A Dockerfile beside your code:
+
+```
+{dockerfile}```
+
+{push}""")
+
+
+def collective_sections(plan: EksPlan, training: CollectiveTraining, pre: str,
+                        first: list[str], training_manifest: str) -> list[tuple[str, str]]:
+    meta, data = plan.meta, plan.data
+    selector = "-l " + ",".join(f"{key}={q(value)}" for key, value in
+                                collective.first_pod_selector(training).items())
+    kind = "paddlejob" if training.launcher == "kubeflow" else "job"
+    done = "Succeeded" if training.launcher == "kubeflow" else "Complete"
+    state = rb.kubectl(meta, f"get {kind} {q(training.name)} -o jsonpath="
+                       "'{.status.conditions[?(@.status==\"True\")].type}'")
+    wait = (f'until STATE=$({state}); echo "$STATE" | grep -qE \'{done}|Failed\'; do '
+            f"sleep 30; done\n"
+            f'case "$STATE" in *Failed*) echo "the run failed; see kubectl describe {kind} '
+            f'{training.name}" >&2; false;; esac\n')
+    data_note = (f"The data Job writes {data.out_dir}, which the trainers see at "
+                 f"{collective.SHARED_MOUNT}/{training.name}/data. " if data else "")
+    pod = collective.output_pod(meta, training)
+    name = pod["metadata"]["name"]
+    archive = f'"$ASSETS/{training.name}-output.tar.gz"'
+    phase = rb.kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
+    tar = f"exec {name} -- tar czf - -C {collective.OUTPUT_MOUNT} {q(training.name)}"
+    waits = rb.wait_for_job(meta, data.name) if data else ""
+    logs = training.log_dir.replace(f"$({collective.POD_NAME_VARIABLE})", "<pod>")
+    return [
+        image_section(plan, training, pre),
+        ("Data and training", f"""\
+```sh
+{pre}{rb.creates(first)}{waits}{rb.creates([training_manifest])}\
+{rb.follow_trainers(meta, training, selector)}{wait}```
+
+{data_note}Each pod runs `python -m paddle.distributed.launch` (`paddlegen explain` prints
+each pod's command and environment). Its logs go to its own directory on the shared volume,
+`{logs}`, and pod 0 prints trainer 0's. The first failed pod fails the run,
+which is stopped after {training.deadline_seconds} seconds in any case. The job's NetworkPolicy
+admits traffic to its pods only from its own pods, on every port (the launcher's and the
+collective's ports after the master's are random); the VPC CNI's network policy agent
+enforces it."""),
+        ("The output, off EFS before anything is deleted", f"""\
+```sh
+{pre}{rb.kubectl(meta, 'create -f -')} <<'EOF'
+{to_yaml(pod)}EOF
+until [ "$({phase})" = Running ]; do sleep 5; done
+{rb.kubectl(meta, tar)} > {archive}
+{rb.kubectl(meta, f'delete pod {name}')}
+tar -tzf {archive} >/dev/null && echo "the run's directory is in {archive[1:-1]}"
+```
+
+It holds the logs and whatever your script saved under {collective.SHARED_MOUNT}/{training.name}.
+{ECR_KEPT if ecr_repository(plan) else ""}"""),
+    ]
 
 
 def failures(meta: Meta, training: PserverTraining) -> str:
@@ -491,7 +911,12 @@ def failures(meta: Meta, training: PserverTraining) -> str:
 
 
 def explain(plan: EksPlan) -> Explanation:
-    return pserver_explanation(plan.meta, "eks", plan.training, plan.data.out_dir)
+    training = plan.training
+    if isinstance(training, CollectiveTraining):
+        return collective.explanation(plan.meta, "eks", training,
+                                      common_facts(plan.meta, "eks", training.nodes))
+    assert plan.data is not None  # paddle-v1 always has its data Job
+    return pserver_explanation(plan.meta, "eks", training, plan.data.out_dir)
 
 
 PROFILE = Profile(
@@ -499,9 +924,12 @@ PROFILE = Profile(
     summary="today's AWS: `aws/eksctl-cluster.yaml` for eksctl, EFS through its CSI driver, the "
             "data Job and the training run (seed, indexed or kubeflow launcher)",
     model=EksSpec,
-    rules=(port_range, gradient_servers, worker_capacity, eks_version, launcher_release(target),
-           kubeflow_names, release_fields(target, JOBS), resource_limits(JOBS), job_names,
-           split_count, zones_in_region, storage_request, efs_file_system, training_image_tag,
-           dataset_image_tag, system_namespace),
+    rules=(framework_fields, v1_only(port_range), v1_only(gradient_servers),
+           either(worker_capacity), eks_version, either(launcher_release(target)),
+           kubeflow_names, instance_capacity, either(release_fields(target, JOBS)),
+           either(resource_limits(JOBS)), either(job_names), v1_only(split_count),
+           zones_in_region, storage_request, efs_file_system, either(training_image_tag),
+           either(dataset_image_tag, lambda spec: spec.dataset.image is not None),
+           system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain, checks=checks)

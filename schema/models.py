@@ -8,17 +8,33 @@ Validation is strict: YAML `"7164"` is not a port and `123456789012` is not an a
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from paddlegen.schema import patterns as p
 
 
-def text(pattern: p.Pattern, description: str) -> object:
-    """A string field that must match `pattern`; the meaning feeds error messages."""
-    return Field(description=description, pattern=pattern.regex)
+def text(pattern: p.Pattern, description: str | None = None) -> object:
+    """A string field that must match `pattern`; the meaning feeds error messages. Its length
+    is checked first, so that the regex only ever reads a bounded value."""
+    field = Field(description=description, pattern=pattern.regex)
+    # Field() takes no validator, but its metadata may hold one; a before-validator wraps the
+    # string schema, pattern included, so it runs first (and leaves the JSON Schema as it is).
+    field.metadata.append(BeforeValidator(partial(refuse_too_long, pattern)))
+    return field
+
+
+def refuse_too_long(pattern: p.Pattern, value: object) -> object:
+    if isinstance(value, str) and len(value) > pattern.max_length:
+        # the pattern lets messages name the grammar, as for a value that does not match it
+        raise PydanticCustomError(
+            "string_too_long", "String should have at most {max_length} characters",
+            {"max_length": pattern.max_length, "pattern": pattern.regex})
+    return value
 
 
 # Kubernetes keeps durations in int64 seconds; a year bounds any training run of these demos.
@@ -115,8 +131,8 @@ class Scheduling(SpecModel):
         str | None, text(p.DNS_SUBDOMAIN, "A PriorityClass of the cluster for every pod "
                          "(Kubernetes 1.11 and later).")
     ] = None
-    node_selector: dict[Annotated[str, Field(pattern=p.LABEL_KEY.regex)],
-                        Annotated[str, Field(pattern=p.LABEL_VALUE.regex)]] = Field(
+    node_selector: dict[Annotated[str, text(p.LABEL_KEY)],
+                        Annotated[str, text(p.LABEL_VALUE)]] = Field(
         default_factory=dict, description="Node labels every pod's node must have.")
     tolerations: list[Toleration] = Field(default_factory=list,
                                           description="Taints every pod tolerates.")

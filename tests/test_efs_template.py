@@ -23,7 +23,8 @@ BIN = Path(sys.executable).parent
 
 def test_every_aws_golden_has_the_template() -> None:
     assert sorted(t.parent.parent.parent.name for t in TEMPLATES) == [
-        "eks", "eks-kubeflow", "kube-aws", "kube-aws-v0.9.9", "kube-up"]
+        "eks", "eks-kubeflow", "eks-paddle", "eks-paddle-kubeflow", "kube-aws",
+        "kube-aws-v0.9.9", "kube-up"]
 
 
 @pytest.mark.conformance

@@ -176,10 +176,26 @@ def test_a_deep_manifest_is_refused_before_any_file_system_call(tmp_path: Path) 
     deep = "/".join(["d"] * 2000)
     with open(out / MANIFEST, "a") as manifest:
         manifest.writelines(f"{deep}/f{index}\n" for index in range(100))
-    for command in (("build", KUBE_AWS, "-o", out), ("build", "--check", KUBE_AWS, "-o", out)):
-        result = run_cli(*command)
-        clean(result)
-        assert result.returncode == 0
+    try:
+        for command in (("build", KUBE_AWS, "-o", out),
+                        ("build", "--check", KUBE_AWS, "-o", out)):
+            result = run_cli(*command)
+            clean(result)
+            assert result.returncode == 0
+    finally:
+        remove_deep(out / "d")  # pytest's own clean-up recurses, and would fail on it
+
+
+def remove_deep(top: Path) -> None:
+    """Remove a chain of nested directories of any depth, bottom up, through descriptors."""
+    fds = [os.open(top, os.O_RDONLY)]
+    while "d" in os.listdir(fds[-1]):
+        fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+    for parent, child in zip(reversed(fds[:-1]), reversed(fds[1:]), strict=True):
+        os.close(child)
+        os.rmdir("d", dir_fd=parent)
+    os.close(fds[0])
+    top.rmdir()
 
 
 def test_a_huge_flat_manifest_is_refused(tmp_path: Path) -> None:

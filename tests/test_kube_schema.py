@@ -50,7 +50,8 @@ def test_object_is_valid_in_strict_mode_for_its_release(manifest: Manifest, sche
 def test_each_golden_is_checked_against_its_own_release() -> None:
     assert {name: result.plan.meta.target.kube.schema for name, result in BUILDS.items()} == {
         "kube-aws": "1.5", "kube-aws-v0.9.9": "1.8", "kube-up": "1.5", "local": "1.35",
-        "eks": "1.34", "eks-kubeflow": "1.34"}
+        "eks": "1.34", "eks-kubeflow": "1.34", "eks-paddle": "1.34",
+        "eks-paddle-kubeflow": "1.34"}
 
 
 @pytest.mark.parametrize("manifest", BUILT_IN, ids=lambda m: m.path)

@@ -25,7 +25,8 @@ def objects(profile: str) -> list[dict[str, Any]]:
 
 def test_every_profile_and_release_has_a_golden_example() -> None:
     assert sorted(p.parent.name for p in GOLDEN_SPECS) == [
-        "eks", "eks-kubeflow", "kube-aws", "kube-aws-v0.9.9", "kube-up", "local"]
+        "eks", "eks-kubeflow", "eks-paddle", "eks-paddle-kubeflow", "kube-aws",
+        "kube-aws-v0.9.9", "kube-up", "local"]
     assert {build(p.read_bytes(), "spec.yaml").profile.name for p in GOLDEN_SPECS} == set(
         PROFILES)
 

@@ -23,7 +23,7 @@ def test_ci_runs_the_readme_test_command_and_times_each_part() -> None:
     ci_parts = [part.strip() for line in ci_lines for part in line.split(" && ")]
     assert ci_parts == readme_parts
     assert sum(line.startswith("time ") for line in
-               (ROOT / ".ci" / "run").read_text().splitlines()) == 3
+               (ROOT / ".ci" / "run").read_text().splitlines()) == 4
 
 
 def use_commands() -> list[list[str]]:

@@ -1,0 +1,235 @@
+"""Framework paddle on eks (PaddlePaddle 3, collective): DESIGN.md's spec builds, the facts of the
+wiring hold on the golden trees, each framework refuses the other's fields, and the instance
+type's capacity is checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from paddlegen.compiler.build import build, explain
+from paddlegen.compiler.problems import SpecError
+
+from conftest import GOLDEN
+
+# DESIGN.md's paddle spec, with exactly these keys: it must build.
+DESIGN_SPEC = """\
+apiVersion: paddlegen/v1
+kind: TrainingJob
+metadata: {name: ctr-p3, namespace: ml}
+profile: eks
+cluster:
+  name: ctr-p3
+  region: us-west-2
+  availabilityZones: [us-west-2a, us-west-2b]
+  accountId: "000123456789"
+  workerCount: 2
+  workerInstanceType: g5.xlarge
+storage:
+  efs: {fileSystemId: fs-0123456789abcdef0}
+  claimName: ctr-data
+  capacity: 200Gi
+  request: 100Gi
+training:
+  framework: paddle
+  image: registry.example.org/acme/ctr-train:1.4
+  script: /workspace/train.py
+  args: ["--epochs", "3"]
+  nodes: 2
+  gpusPerNode: 1
+  launcher: indexed
+"""
+YAML_SAFE = YAML(typ="safe", pure=True)
+INDEXED, KUBEFLOW = GOLDEN / "eks-paddle", GOLDEN / "eks-paddle-kubeflow"
+
+
+def objects(golden: Path) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {
+        path.name.split("-", 2)[1]: YAML_SAFE.load(path.read_text())
+        for path in sorted((golden / "out" / "k8s").glob("*.yaml"))}
+    return found
+
+
+def container(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    only: dict[str, Any]
+    [only] = pod_spec["containers"]
+    return only
+
+
+def env_of(item: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in item["env"]}
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(SpecError) as raised:
+        build(text.encode(), "spec.yaml")
+    return [str(p) for p in raised.value.problems]
+
+
+def test_the_design_spec_builds_and_each_pod_runs_the_launcher_with_the_script() -> None:
+    result = build(DESIGN_SPEC.encode(), "spec.yaml")
+    job = next(m.obj for m in result.manifests if m.obj["kind"] == "Job")
+    command = container(job["spec"]["template"]["spec"])["command"]
+    assert command[:3] == ["python", "-m", "paddle.distributed.launch"]
+    assert command[-3:] == ["/workspace/train.py", "--epochs", "3"]
+    assert not any(m.obj["metadata"]["name"] == "paddle-data" for m in result.manifests)
+
+
+def test_the_indexed_golden_wires_index_0_as_the_master() -> None:
+    found = objects(INDEXED)
+    job, service = found["job"], found["service"]
+    spec, pod = job["spec"], job["spec"]["template"]["spec"]
+    nodes = 2
+    assert (spec["completions"], spec["parallelism"]) == (nodes, nodes)
+    assert spec["completionMode"] == "Indexed" and spec["backoffLimit"] == 0
+    assert pod["subdomain"] == service["metadata"]["name"] == "linear"
+    assert service["spec"]["clusterIP"] == "None"
+    c = container(pod)
+    command, env = c["command"], env_of(c)
+    assert command[command.index("--master") + 1] == "linear-0.linear:36543"
+    assert command[command.index("--nnodes") + 1] == str(nodes)
+    assert command[command.index("--nproc_per_node") + 1] == "1"
+    assert command[command.index("--log_dir") + 1].startswith("/mnt/shared/linear/logs/$(")
+    # declared before the entries that use it: the Job controller appends its own after them
+    assert next(iter(env)) == "JOB_COMPLETION_INDEX"
+    assert env["POD_IP"] == "linear-$(JOB_COMPLETION_INDEX).linear"  # pod 0: the master's host
+    assert env["PADDLE_RANK"] == "$(JOB_COMPLETION_INDEX)"
+    assert c["ports"] == [{"name": "master", "containerPort": 36543}]
+
+
+def test_gpus_get_limits_shared_memory_and_a_writable_tmp() -> None:
+    pod = objects(INDEXED)["job"]["spec"]["template"]["spec"]
+    c = container(pod)
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    assert volumes[mounts["/dev/shm"]]["emptyDir"] == {"medium": "Memory"}
+    assert volumes[mounts["/tmp"]]["emptyDir"] == {}
+    assert volumes[mounts["/mnt/shared"]]["persistentVolumeClaim"] == {"claimName": "efsvol"}
+    cpu_pod = objects(KUBEFLOW)["paddlejob"]["spec"]["paddleReplicaSpecs"]["Worker"]
+    cpu = container(cpu_pod["template"]["spec"])
+    assert "nvidia.com/gpu" not in cpu["resources"].get("limits", {})
+    assert "/dev/shm" not in {m["mountPath"] for m in cpu["volumeMounts"]}
+
+
+def test_the_paddlejob_leaves_the_wiring_to_the_operator() -> None:
+    worker = objects(KUBEFLOW)["paddlejob"]["spec"]["paddleReplicaSpecs"]["Worker"]
+    assert worker["replicas"] == 3 and worker["restartPolicy"] == "Never"
+    c = container(worker["template"]["spec"])
+    assert c["name"] == "paddle"  # the operator takes no other
+    assert c["ports"] == [{"name": "master", "containerPort": 36543}]
+    assert not {"--master", "--nnodes", "--job_id"} & set(c["command"])
+    env = env_of(c)
+    assert not {"PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_JOB_ID"} & set(env)
+    assert env["POD_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+
+
+@pytest.mark.parametrize("golden", [INDEXED, KUBEFLOW])
+def test_every_port_is_open_between_the_jobs_pods_and_no_trainer_is_evicted(
+        golden: Path) -> None:
+    found = objects(golden)
+    [rule] = found["networkpolicy"]["spec"]["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP"}]  # the launcher's and gloo's ports are random
+    assert rule["from"] == [{"podSelector": {"matchLabels": {
+        "app.kubernetes.io/instance": "linear", "app.kubernetes.io/component": "trainer"}}}]
+    budget = found["poddisruptionbudget"]["spec"]
+    assert budget["minAvailable"] == (2 if golden == INDEXED else 3)
+    assert "maxUnavailable" not in budget  # needs a scale subresource Jobs lack
+
+
+def test_explain_prints_each_pods_command_and_environment() -> None:
+    facts = explain((INDEXED / "spec.yaml").read_bytes(), "spec.yaml").facts
+    first, second = facts["processes"]
+    assert first["env"]["POD_IP"] == "linear-0.linear" and second["env"]["PADDLE_RANK"] == "1"
+    assert "--log_dir" in first["trainer"]["argv"]
+    assert "/mnt/shared/linear/logs/linear-1-<suffix>" in second["trainer"]["argv"]
+    kubeflow = explain((KUBEFLOW / "spec.yaml").read_bytes(), "spec.yaml").facts["processes"]
+    assert kubeflow[0]["env"]["PADDLE_MASTER"] == "<the pod's IP>:36543"
+    assert kubeflow[2]["env"]["PADDLE_MASTER"] == "linear-worker-0:36543"
+
+
+def edited(old: str, new: str, text: str = DESIGN_SPEC) -> str:
+    assert old in text
+    return text.replace(old, new)
+
+
+def test_fields_of_paddle_v1_are_refused_with_paddle_at_their_line() -> None:
+    found = problems(edited("  nodes: 2\n", "  nodes: 2\n  portsNum: 2\n  nic: eth0\n"))
+    assert found == [
+        "spec.yaml:23:13: training.portsNum: a field of framework paddle-v1, not of paddle; "
+        "remove it, or set training.framework: paddle-v1 [framework-fields]",
+        "spec.yaml:24:8: training.nic: a field of framework paddle-v1, not of paddle; remove "
+        "it, or set training.framework: paddle-v1 [framework-fields]"]
+
+
+def test_fields_of_paddle_are_refused_with_paddle_v1() -> None:
+    spec = (GOLDEN / "eks" / "spec.yaml").read_text()
+    found = problems(spec.replace("  nodes: 3\n", "  nodes: 3\n  gpusPerNode: 1\n"))
+    assert len(found) == 1 and "training.gpusPerNode: a field of framework paddle," in found[0]
+
+
+def test_paddle_needs_a_script_and_a_launcher_that_is_not_the_images() -> None:
+    found = problems(edited("  script: /workspace/train.py\n", "").replace(
+        "launcher: indexed", "launcher: seed"))
+    assert any("framework paddle needs training.script [framework-fields]" in p for p in found)
+    assert any("training.launcher: the seed launcher" in p for p in found)
+
+
+def test_without_a_framework_a_spec_of_v1_fields_is_paddle_v1() -> None:
+    v1 = (GOLDEN / "eks" / "spec.yaml").read_text().replace("  framework: paddle-v1\n", "")
+    result = build(v1.encode(), "spec.yaml")
+    assert result.plan.training.__class__.__name__ == "PserverTraining"
+    design = build(DESIGN_SPEC.replace("  framework: paddle\n", "").encode(), "spec.yaml")
+    assert design.plan.training.__class__.__name__ == "CollectiveTraining"
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("gpusPerNode: 1", "gpusPerNode: 2",
+     "23:16: training.gpusPerNode: g5.xlarge has 1 GPU; ask for at most 1, or choose an "
+     "instance type with 2 GPUs or more, such as "),
+    ("workerInstanceType: g5.xlarge", "workerInstanceType: g5.xlargee",
+     "11:23: cluster.workerInstanceType: not an EC2 instance type; did you mean 'g5.xlarge'?"),
+    ("  launcher: indexed\n",
+     "  launcher: indexed\n  resources:\n    requests: {cpu: '8'}\n    limits: {cpu: '8'}\n",
+     "training.resources.requests.cpu: 8 does not fit on a g5.xlarge node, which gives pods "
+     "about 3.92 cores"),
+    ("  launcher: indexed\n", "  launcher: indexed\n  resources:\n    requests: {memory: 16Gi}\n"
+     "    limits: {memory: 16Gi}\n",
+     "training.resources.requests.memory: 16Gi does not fit on a g5.xlarge node, which gives "
+     "pods about 15.0Gi"),
+])
+def test_the_instance_type_must_hold_a_trainer_pod(old: str, new: str, expected: str) -> None:
+    found = problems(edited(old, new))
+    assert len(found) == 1 and expected in found[0] and found[0].endswith("[instance-capacity]")
+
+
+def test_an_instance_type_paddlegen_does_not_know_and_nothing_like_it_passes() -> None:
+    build(edited("g5.xlarge", "zz7q.nano").replace("  gpusPerNode: 1\n", "").encode(),
+          "spec.yaml")
+
+
+def test_efa_gives_each_pod_every_adapter_of_its_node_and_nccl_its_provider() -> None:
+    spec = edited("workerInstanceType: g5.xlarge",
+                  "workerInstanceType: p4d.24xlarge\n  efa: true")
+    result = build(spec.replace("gpusPerNode: 1", "gpusPerNode: 8").encode(), "spec.yaml")
+    job = next(m.obj for m in result.manifests if m.obj["kind"] == "Job")
+    c = container(job["spec"]["template"]["spec"])
+    assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == "4"  # p4d.24xlarge has 4
+    assert env_of(c)["FI_PROVIDER"] == "efa" and env_of(c)["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    config = YAML_SAFE.load(next(a.text for a in result.artifacts
+                                 if a.path == "aws/eksctl-cluster.yaml"))
+    [group] = config["managedNodeGroups"]
+    assert group["efaEnabled"] is True and group["availabilityZones"] == ["us-west-2a"]
+
+
+def test_efa_needs_a_type_that_has_it_and_framework_paddle() -> None:
+    found = problems(edited("workerInstanceType: g5.xlarge", "workerInstanceType: g5.xlarge\n"
+                            "  efa: true"))
+    assert found == ["spec.yaml:12:8: cluster.efa: g5.xlarge has no Elastic Fabric Adapter; "
+                     "choose a type with one [instance-capacity]"]
+    v1 = (GOLDEN / "eks" / "spec.yaml").read_text().replace(
+        "workerInstanceType: m5.xlarge", "workerInstanceType: p4d.24xlarge\n  efa: true")
+    assert any("cluster.efa: EFA serves PaddlePaddle 3's collective" in p for p in problems(v1))
