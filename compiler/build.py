@@ -11,7 +11,15 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from paddlegen.compiler.artifact import K8S_DIR, KUSTOMIZATION, MANIFEST, Artifact
+from paddlegen.compiler.artifact import (
+    K8S_DIR,
+    KUBE_RELEASE,
+    KUBE_VERSION_OPTION,
+    KUSTOMIZATION,
+    MANIFEST,
+    Artifact,
+    option_line,
+)
 from paddlegen.compiler.loader import load_text
 from paddlegen.compiler.problems import SCHEMA_RULE, Position, Problem, dotted
 from paddlegen.compiler.profile import Explanation, Profile
@@ -55,9 +63,11 @@ class Build:
 
 def build(raw: bytes, filename: str, kube_version: str | None = None,
           strict: bool = False) -> Build:
-    """Compile a spec file's bytes. Raises SpecError or ManifestError."""
+    """Compile a spec file's bytes. Raises SpecError or ManifestError. A `kube_version` (the
+    command line's --kube-version) is recorded in the tree's manifest."""
     result = checked(raw, filename, kube_version, strict)
-    artifacts = sorted(emit(result.profile, result.plan, result.manifests), key=lambda a: a.path)
+    artifacts = sorted(emit(result.profile, result.plan, result.manifests, kube_version),
+                       key=lambda a: a.path)
     return replace(result, artifacts=tuple(artifacts))
 
 
@@ -114,15 +124,15 @@ def violation_problem(manifest: Manifest, path: tuple[str | int, ...], message: 
     return Problem(position, dotted(path) or kind, SCHEMA_RULE, f"{kind}: {message}")
 
 
-def emit(profile: Profile[Any, Any], plan: Any,
-         manifests: tuple[Manifest, ...]) -> list[Artifact]:
+def emit(profile: Profile[Any, Any], plan: Any, manifests: tuple[Manifest, ...],
+         kube_version: str | None = None) -> list[Artifact]:
     paths = [m.path for m in manifests]
     artifacts = [Artifact(m.path, m.text) for m in manifests]
     artifacts.append(Artifact(KUSTOMIZATION, to_yaml(kustomization(paths))))
     artifacts += [Artifact(path, text) for path, text in profile.files(plan).items()]
     artifacts.append(Artifact("RUNBOOK.md", profile.runbook(plan, paths)))
     owned = sorted([a.path for a in artifacts] + [MANIFEST])
-    artifacts.append(Artifact(MANIFEST, manifest_text(owned)))
+    artifacts.append(Artifact(MANIFEST, manifest_text(owned, kube_version)))
     return artifacts
 
 
@@ -131,6 +141,13 @@ def kustomization(paths: list[str]) -> dict[str, Any]:
             "resources": paths}
 
 
-def manifest_text(paths: list[str]) -> str:
+def manifest_text(paths: list[str], kube_version: str | None = None) -> str:
+    """The files the tree owns, after the build options that made it (only those given, so a
+    tree built without options has a manifest of paths alone)."""
     header = "# Files paddlegen wrote here and may replace or remove; it touches no other file.\n"
-    return header + "".join(f"{path}\n" for path in paths)
+    options = ""
+    if kube_version:
+        if not KUBE_RELEASE.match(kube_version):  # load_spec refused it already
+            raise ValueError(f"not a Kubernetes release: {kube_version!r}")
+        options = option_line(KUBE_VERSION_OPTION, kube_version)
+    return header + options + "".join(f"{path}\n" for path in paths)

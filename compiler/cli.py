@@ -6,20 +6,28 @@ Diagnostics go to stderr; stdout carries only what was asked for (manifests, sch
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import os
+import re
+import shlex
 import stat
 import sys
+from collections.abc import Iterable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from paddlegen.compiler.artifact import MANIFEST
 from paddlegen.compiler.problems import Position, Problem, SpecError, printable, quoted
 
 if TYPE_CHECKING:
+    from paddlegen.compiler.batch import Outcome
     from paddlegen.compiler.build import Build
+    from paddlegen.compiler.writer import Changes, WriteError
 
 EXIT_DRIFT = 1
 EXIT_INVALID = 2
@@ -80,9 +88,87 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_INVALID)
 
 
+# apiVersion and kind open a spec: the first 16 KiB of a file decide whether it is one.
+SPEC_HEAD_BYTES = 16 << 10
+SPEC_API_PREFIX = "paddlegen/"
+SPEC_KIND = "TrainingJob"
+# What a spec's head holds for certain: each key, quoted or not, where a top-level key can
+# start (a line, after a byte order mark, or an entry of a flow mapping), with its value. Only
+# a head that has both is parsed.
+_SPEC_KEYS = [re.compile(rb"(?:^(?:\xef\xbb\xbf)?|[{,])[ \t]*(['\"]?)" + key
+                         + rb"\1[ \t]*:\s*['\"]?" + value, re.M)
+              for key, value in ((b"apiVersion", SPEC_API_PREFIX.encode()),
+                                 (b"kind", SPEC_KIND.encode()))]
+
+
 def is_spec(raw: bytes) -> bool:
-    """Cheap test for hooks that see every YAML file: a spec declares apiVersion paddlegen/v1."""
-    return b"paddlegen/" in raw
+    """Whether a file is a paddlegen spec: a YAML document whose top-level mapping has
+    `apiVersion: paddlegen/<any version>` and `kind: TrainingJob`. Cheap, for hooks that see
+    every YAML file: only a head holding both words is parsed, and only as far as its top-level
+    keys, so that they count nowhere else (nested, in a block or quoted scalar, in a comment).
+    Text that is not UTF-8 or not YAML there is no spec."""
+    head = raw[:SPEC_HEAD_BYTES]
+    if not all(key.search(head) for key in _SPEC_KEYS):
+        return False
+    try:
+        # a character cut by the head's end waits for bytes that never come: not an error
+        text = codecs.getincrementaldecoder("utf-8-sig")().decode(
+            head, final=len(raw) <= SPEC_HEAD_BYTES)
+    except UnicodeDecodeError:
+        return False
+    return declares_spec(top_level_scalars(text))
+
+
+def declares_spec(pairs: Iterable[tuple[str | None, str | None]]) -> bool:
+    """Whether top-level (key, value) pairs declare a spec; read only until they do."""
+    api = kind = False
+    for key, value in pairs:
+        api = api or (key == "apiVersion" and value is not None
+                      and value.startswith(SPEC_API_PREFIX))
+        kind = kind or (key == "kind" and value == SPEC_KIND)
+        if api and kind:
+            return True
+    return False
+
+
+def top_level_scalars(text: str) -> Iterator[tuple[str | None, str | None]]:
+    """The first YAML document's top-level (key, value) pairs, None for a key or value that is
+    not a scalar, parsed lazily; none if its root is not a mapping. Ends quietly where the text
+    stops being YAML."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    events = YAML(typ="safe", pure=True).parse(io.StringIO(text))
+    depth, key, is_key = 0, None, True
+    try:
+        for event in events:
+            kind = type(event).__name__
+            if kind in ("MappingStartEvent", "SequenceStartEvent"):
+                if depth == 0 and kind == "SequenceStartEvent":
+                    return  # the root is a sequence
+                depth += 1
+                continue  # a collection in the top-level mapping is a node at its end event
+            if kind in ("MappingEndEvent", "SequenceEndEvent"):
+                depth -= 1
+                node = None
+            elif kind in ("ScalarEvent", "AliasEvent"):
+                if depth == 0:
+                    return  # the root is a scalar
+                node = event.value if kind == "ScalarEvent" else None
+            elif kind == "DocumentEndEvent":
+                return
+            else:
+                continue  # the stream and document starts
+            if depth == 0:
+                return  # the root mapping ended
+            if depth == 1:
+                if is_key:
+                    key = node
+                else:
+                    yield key, node
+                is_key = not is_key
+    except (YAMLError, ValueError, OverflowError, AssertionError, RecursionError):
+        return  # ruamel's errors, as the loader meets them: no spec so far
 
 
 def read_spec(path: Path) -> bytes:
@@ -162,7 +248,8 @@ def supported_release(value: str | None) -> str | None:
 KubeVersionOption = Annotated[str | None, typer.Option(
     "--kube-version", metavar="1.N", callback=supported_release,
     help="Build for this Kubernetes release instead of the spec's kubeVersion (where the "
-         "profile lets the spec choose it).")]
+         "profile lets the spec choose it). The tree's manifest records it: check and build "
+         "--check compare with the recorded one unless given another.")]
 StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Treat warnings (such as an image without a version tag) as errors.")]
 
@@ -206,46 +293,140 @@ def build(
         raise fail("-o needs a directory, or - for stdout")
     if check and output == "-":
         raise fail("--check needs an output directory, not -")
+    from paddlegen.compiler.writer import WriteError, drift, write_tree
+
+    out_dir = Path(output)
+    if check:
+        try:
+            kube_version = kube_version_for(out_dir, kube_version)
+        except WriteError as error:
+            raise fail(tree_problem(error, spec, out_dir)) from None
     result = compiled(spec, strict, kube_version)
     if result is None:
         raise typer.Exit(EXIT_INVALID)
     if output == "-":
         write_stdout(result.stream())
         return
-    from paddlegen.compiler.writer import WriteError, drift, write_tree
-
-    out_dir = Path(output)
     try:
         if check:
             diff = drift(out_dir, result.artifacts)
             if diff:
                 write_stdout(diff)
-                say(f"paddlegen: {out_dir} is not what {spec} compiles to")
+                say(drifted_message(spec, out_dir, kube_version))
                 raise typer.Exit(EXIT_DRIFT)
             say(f"paddlegen: {out_dir} is up to date with {spec}")
             return
-        removed = write_tree(out_dir, result.artifacts, force=force)
+        changes = write_tree(out_dir, result.artifacts, force=force)
     except WriteError as error:
         raise fail(str(error)) from None
-    for path in removed:
+    for path in changes.removed:
         say(f"removed stale {out_dir / path}")
-    say(f"wrote {len(result.artifacts)} files to {out_dir}")
+    say(built_message(spec, out_dir, changes))
+
+
+def built_message(spec: Path, out_dir: Path, changes: Changes) -> str:
+    """What a build did to out/, in one line."""
+    from paddlegen.compiler.writer import shown
+
+    if not changes:
+        return f"paddlegen: {shown(out_dir)} is up to date with {shown(spec)}"
+    done = [plural(len(changes.added), "new file") if changes.added else "",
+            f"{plural(len(changes.replaced), 'file')} replaced" if changes.replaced else "",
+            f"{plural(len(changes.removed), 'stale file')} removed" if changes.removed else ""]
+    return (f"paddlegen: updated {shown(out_dir)} from {shown(spec)}: "
+            f"{', '.join(filter(None, done))}")
+
+
+def shell_word(path: Path) -> str:
+    """A path as one word of a command to paste: quoted, never read as an option, and printable
+    (a name with control characters is shown escaped: the one case not pasted as it is)."""
+    from paddlegen.compiler.writer import shown
+
+    text = shown(path)
+    if text.startswith("-") and text != "-":
+        text = f"./{text}"
+    return shlex.quote(text)
+
+
+def build_command(spec: Path, out_dir: Path, kube_version: str | None) -> str:
+    """The command that makes out_dir what spec compiles to."""
+    words = ["paddlegen", "build", shell_word(spec), "-o", shell_word(out_dir)]
+    if kube_version:
+        words += ["--kube-version", kube_version]
+    return " ".join(words)
+
+
+def drifted_message(spec: Path, out_dir: Path, kube_version: str | None) -> str:
+    from paddlegen.compiler.writer import shown
+
+    return (f"paddlegen: {shown(out_dir)} is not what {shown(spec)} compiles to; to update it: "
+            f"{build_command(spec, out_dir, kube_version)}")
+
+
+def tree_problem(error: WriteError, spec: Path, out_dir: Path) -> str:
+    """The message for a tree whose build options cannot be read back: a recorded option that
+    no build writes comes with the command that rebuilds the tree (for the spec's own release)."""
+    from paddlegen.compiler.writer import RecordedOptionError
+
+    if isinstance(error, RecordedOptionError):
+        return f"{error}; to rebuild it: {build_command(spec, out_dir, None)}"
+    return str(error)
+
+
+def kube_version_for(out_dir: Path, given: str | None) -> str | None:
+    """The release to compare out_dir with: the command line's --kube-version, else the one the
+    tree's last build recorded in its manifest, else None (the spec's own). Raises WriteError
+    (RecordedOptionError: a recorded release this paddlegen has no schemas for)."""
+    from paddlegen.compiler.kube_schema import supported_versions
+    from paddlegen.compiler.writer import RecordedOptionError, recorded_kube_version, shown
+
+    if given is not None:
+        return given
+    recorded = recorded_kube_version(out_dir)
+    if recorded is not None and recorded not in supported_versions():
+        raise RecordedOptionError(f"{shown(out_dir / MANIFEST)} records kube-version {recorded},"
+                                  " a release this paddlegen has no schemas for")
+    return recorded
+
+
+def outcomes_by_release(specs: list[tuple[Path, bytes, str | None]],
+                        strict: bool) -> Iterator[Outcome]:
+    """Each spec's outcome in the order given, each built for its release (None: its own)."""
+    from paddlegen.compiler.batch import outcomes
+
+    releases = {release for _, _, release in specs}
+    if len(releases) <= 1:  # one batch, whose outcomes come as they are built
+        yield from outcomes([(str(spec), raw) for spec, raw, _ in specs],
+                            next(iter(releases), None), strict)
+        return
+    results: dict[int, Outcome] = {}
+    for release in sorted(releases, key=str):
+        indices = [index for index, (*_, wanted) in enumerate(specs) if wanted == release]
+        results.update(zip(indices, outcomes([(str(specs[i][0]), specs[i][1]) for i in indices],
+                                             release, strict), strict=True))
+    yield from (results[index] for index in range(len(specs)))
 
 
 SpecsArgument = Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files.",
                                                     show_default=False)]
 OnlySpecsOption = Annotated[bool, typer.Option(
-    "--only-specs", help="Skip files that are not paddlegen specs (for hooks given every YAML).")]
+    "--only-specs", help="Skip files that are not paddlegen specs, and every file of an output "
+    "tree (for hooks given every YAML).")]
 FormatOption = Annotated[Format, typer.Option(
     "--format", help="text on stderr, or json: the problems as data on stdout.")]
 
 
 def readable(specs: list[Path], only_specs: bool) -> tuple[list[tuple[Path, bytes]],
                                                             list[Problem]]:
-    """Each spec's bytes (skipping non-specs when asked), and the problems of unreadable ones."""
+    """Each spec's bytes, and the problems of unreadable ones. With only_specs, files that are
+    not specs are skipped, and so is every file of an output tree (its .paddlegen-manifest in
+    the file's directory or one above it) without being read."""
     found: list[tuple[Path, bytes]] = []
     problems: list[Problem] = []
+    owners: dict[Path, bool] = {}
     for spec in specs:
+        if only_specs and in_output_tree(spec, owners):
+            continue
         try:
             raw = read_spec(spec)
         except SpecError as error:
@@ -256,9 +437,26 @@ def readable(specs: list[Path], only_specs: bool) -> tuple[list[tuple[Path, byte
     return found, problems
 
 
+def in_output_tree(path: Path, owners: dict[Path, bool]) -> bool:
+    """Whether path lies in a tree that a .paddlegen-manifest owns: one in a directory above it,
+    as far up as the path goes (not above the current directory for a relative path); `owners`
+    remembers the directories looked at."""
+    if str(path) == "-":
+        return False
+    for directory in Path(os.path.normpath(path)).parents:
+        if directory.name == "..":
+            return False
+        if directory not in owners:
+            owners[directory] = os.path.lexists(directory / MANIFEST)
+        if owners[directory]:
+            return True
+    return False
+
+
 def discover_specs(root: Path) -> tuple[list[tuple[Path, bytes]], list[Problem]]:
     """Specs under root that keep their tree in an out/ beside them (for `check` alone), and
-    a problem for each directory or YAML file beside an out/ that cannot be read."""
+    a problem for each directory or YAML file beside an out/ that cannot be read. A directory
+    with a .paddlegen-manifest is an output tree: nothing in it or below it is looked at."""
     skip = {"out", "node_modules", "__pycache__"}
     problems: list[Problem] = []
 
@@ -268,6 +466,9 @@ def discover_specs(root: Path) -> tuple[list[tuple[Path, bytes]], list[Problem]]
 
     candidates = []
     for directory, subdirectories, files in os.walk(root, onerror=unreadable):
+        if MANIFEST in files or MANIFEST in subdirectories:
+            subdirectories[:] = []
+            continue
         subdirectories[:] = sorted(d for d in subdirectories
                                    if not d.startswith(".") and d not in skip)
         if os.path.lexists(Path(directory) / "out"):  # a symlink too: check refuses it
@@ -321,11 +522,11 @@ def check(
     """Exit 1 when the out/ directory beside any SPEC is not what SPEC compiles to.
 
     The drift check of `build --check` for many specs at once, each with its tree in out/
-    next to it (the pre-commit hook `paddlegen-check`).
+    next to it (the pre-commit hook `paddlegen-check`), each built as its tree was: for the
+    --kube-version its manifest records, unless one is given.
 
     Example: paddlegen check golden/*/spec.yaml
     """
-    from paddlegen.compiler.batch import outcomes
     from paddlegen.compiler.writer import WriteError, drift
 
     found, unreadable = readable(specs, only_specs) if specs else discover_specs(Path())
@@ -333,8 +534,23 @@ def check(
     if not found and not unreadable:
         say("paddlegen: no spec with an out/ beside it below the current directory")
     drifted, invalid = False, bool(unreadable)
-    built = outcomes([(str(spec), raw) for spec, raw in found], kube_version, strict)
-    for (spec, _), result in zip(found, built, strict=True):
+    # each tree is compared with its spec built as the tree was: for its recorded kube-version
+    releases: dict[Path, str | None] = {}
+    unusable: dict[Path, str] = {}
+    for spec, _ in found:
+        try:
+            releases[spec] = kube_version_for(spec.parent / "out", kube_version)
+        except WriteError as error:
+            unusable[spec] = tree_problem(error, spec, spec.parent / "out")
+    built = iter(outcomes_by_release([(spec, raw, releases[spec]) for spec, raw in found
+                                      if spec in releases], strict))
+    for spec, _ in found:
+        out_dir = spec.parent / "out"
+        if spec in unusable:
+            say(f"paddlegen: {unusable[spec]}")
+            invalid = True
+            continue
+        result = next(built)
         if result.bug:
             report_bug(spec, result.problems)
         else:
@@ -343,14 +559,14 @@ def check(
             invalid = True
             continue
         try:
-            diff = drift(spec.parent / "out", result.artifacts)
+            diff = drift(out_dir, result.artifacts)
         except WriteError as error:
             say(f"paddlegen: {error}")
             invalid = True
             continue
         if diff:
             write_stdout(diff)
-            say(f"paddlegen: {spec.parent / 'out'} is not what {spec} compiles to")
+            say(drifted_message(spec, out_dir, releases[spec]))
             drifted = True
     if invalid or drifted:
         raise typer.Exit(EXIT_INVALID if invalid else EXIT_DRIFT)
@@ -404,15 +620,15 @@ def explain(
 
 @app.command(cls=Command)
 def init(
-    profile: Annotated[str, typer.Option("--profile", help="A profile: kube-aws, kube-up, ...")
-                       ] = "kube-aws",
+    profile: Annotated[str, typer.Option(
+        "--profile", help="A profile: eks (today's AWS), kube-aws, kube-up, local.")] = "eks",
     schema_url: Annotated[str, typer.Option(
         "--schema-url", help="Where editors find the JSON Schema (see `paddlegen schema`).")
     ] = "paddlegen.schema.json",
 ) -> None:
     """Print a commented starter spec for a profile, with an editor schema modeline.
 
-    Example: paddlegen init --profile kube-aws > spec.yaml
+    Example: paddlegen init --profile eks > spec.yaml
     """
     from importlib import resources
 

@@ -22,7 +22,13 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from paddlegen.compiler.kube_objects import job, metadata, pod_template, trainer_selector
+from paddlegen.compiler.kube_objects import (
+    job,
+    metadata,
+    pod_disruption_budget,
+    pod_template,
+    trainer_selector,
+)
 from paddlegen.compiler.plan import COMPLETION_INDEX, REPLICA_INDEX, Meta
 from paddlegen.compiler.profile import Explanation
 
@@ -209,22 +215,12 @@ def network_policy(meta: Meta) -> Object:
                              "ports": [{"protocol": "TCP"}]}]}}
 
 
-def disruption_budget(meta: Meta, training: CollectiveTraining) -> Object:
-    """No voluntary eviction of a trainer. minAvailable, since maxUnavailable needs a scale
-    subresource that neither a Job nor a PaddleJob has."""
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": metadata(meta, training.name, component="trainer"),
-            "spec": {"minAvailable": training.nodes,
-                     "selector": {"matchLabels": trainer_selector(meta)}}}
-
-
 def objects(meta: Meta, training: CollectiveTraining) -> list[Object]:
     """The training's objects in apply order (after the shared volume's)."""
+    budget = pod_disruption_budget(meta, training.name, training.nodes)
     if training.launcher == "kubeflow":
-        return [network_policy(meta), disruption_budget(meta, training),
-                paddle_job(meta, training)]
-    return [service(meta, training), network_policy(meta), disruption_budget(meta, training),
-            indexed_job(meta, training)]
+        return [network_policy(meta), *budget, paddle_job(meta, training)]
+    return [service(meta, training), network_policy(meta), *budget, indexed_job(meta, training)]
 
 
 OUTPUT_MOUNT = "/shared"

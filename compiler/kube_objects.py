@@ -84,8 +84,10 @@ def efs_csi_volume(meta: Meta, efs: EfsCsiVolume) -> list[Object]:
         "persistentVolumeReclaimPolicy": "Retain",
         "storageClassName": "",
         "claimRef": {"namespace": meta.namespace, "name": efs.claim_name},
-        "mountOptions": ["tls"],
-        "csi": {"driver": EFS_CSI_DRIVER, "volumeHandle": efs.file_system_id},
+        # encryption in transit by the attribute: the "tls" mount option is deprecated (the
+        # driver warns on every mount; aws-efs-csi-driver's encryption_in_transit example)
+        "csi": {"driver": EFS_CSI_DRIVER, "volumeHandle": efs.file_system_id,
+                "volumeAttributes": {"encryptInTransit": "true"}},
     }
     return [{"apiVersion": "v1", "kind": "PersistentVolume",
              "metadata": metadata(meta, efs.volume_name, namespaced=False, component="storage"),
@@ -267,15 +269,16 @@ def headless_service(meta: Meta, training: PserverTraining) -> Object:
                                for port in training.ports]}}
 
 
-def pod_disruption_budget(meta: Meta, training: PserverTraining) -> list[Object]:
+def pod_disruption_budget(meta: Meta, name: str, trainers: int) -> list[Object]:
     """No voluntary eviction of a trainer: the run could not take a replacement. `kubectl
     drain` waits for the run to end (its deadline bounds the wait); an EKS managed node group
-    upgrade gives up on the node after its eviction timeout, unless forced."""
+    upgrade gives up on the node after its eviction timeout, unless forced. minAvailable, since
+    maxUnavailable needs a scale subresource that neither a Job nor a PaddleJob has."""
     if not meta.target.kube.pod_disruption_budget_v1:
         return []
     return [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-             "metadata": metadata(meta, training.name, component="trainer"),
-             "spec": {"maxUnavailable": 0,
+             "metadata": metadata(meta, name, component="trainer"),
+             "spec": {"minAvailable": trainers,
                       "selector": {"matchLabels": trainer_selector(meta)}}}]
 
 
@@ -285,14 +288,15 @@ def trainer_selector(meta: Meta) -> dict[str, str]:
 
 def paddle_job(meta: Meta, training: PserverTraining) -> Object:
     """Kubeflow's PaddleJob (kubeflow.org/v1, training operator v1.9): Worker i runs the
-    launcher script as trainer i. restartPolicy Never and backoffLimit 0, as for the Job: a
+    launcher script as trainer i. restartPolicy Never, as backoffLimit 0 for the Job: a
     restarted worker would come back with an empty pserver shard. cleanPodPolicy Running: when
     the job fails (a worker failed, the deadline passed) the operator deletes the workers still
     running, which would otherwise wait for their dead peer forever; failed ones stay, with
     their logs."""
     template = pod_template(meta, "trainer", trainer_pod(meta, training),
                             [wait_for_data(training)])
-    run_policy: Object = {"cleanPodPolicy": "Running", "backoffLimit": 0,
+    # no backoffLimit: the operator ignores it under restartPolicy Never (and logs so)
+    run_policy: Object = {"cleanPodPolicy": "Running",
                           "activeDeadlineSeconds": training.deadline_seconds}
     if training.ttl_seconds is not None:
         run_policy["ttlSecondsAfterFinished"] = training.ttl_seconds

@@ -144,17 +144,17 @@ def creates(paths: list[str]) -> str:
     return "".join(f'kubectl create -f "$OUT/{path}"\n' for path in paths)
 
 
-def wait_for_job(meta: Meta, job: str) -> str:
-    """Block until a Job completes, stop with a message if it fails (its deadline bounds it)."""
-    if meta.target.kube.kubectl_wait:
-        wait = f"wait --for=condition=complete job/{q(job)} --timeout=-1s"
-        return f"{kubectl(meta, wait)}\n"
-    status = kubectl(meta, f"get job {q(job)} -o jsonpath=")
-    failed = "'{.status.conditions[?(@.type==\"Failed\")].status}'"
-    return (f"until [ \"$({status}'{{.status.succeeded}}')\" = 1 ]; do\n"
-            f"  if [ \"$({status}{failed})\" = True ]; then\n"
-            f"    echo {q(f'job {job} failed; see kubectl describe job {job}')} >&2; break\n"
-            "  fi\n  sleep 10\ndone\n")
+def after_job(meta: Meta, job: str, then: str, kind: str = "job", done: str = "Complete") -> str:
+    """Wait until a Job (or another kind with the same conditions) has completed or failed, its
+    deadline bounding the wait; then run `then`, or, if it failed, say so and stop there with a
+    non-zero status (nothing after the wait runs)."""
+    state = kubectl(meta, f"get {kind} {q(job)} -o jsonpath="
+                          "'{.status.conditions[?(@.status==\"True\")].type}'")
+    failed = f"{kind} {job} failed; see: {kubectl(meta, f'describe {kind} {q(job)}')}"
+    return (f'until STATE=$({state}); case "$STATE" in *{done}*|*Failed*) true;; '
+            f"*) false;; esac; do\n  sleep 10\ndone\n"
+            f'if [ "${{STATE#*Failed}}" != "$STATE" ]; then\n'
+            f"  echo {q(failed)} >&2; false\nelse\n{then}fi\n")
 
 
 def follow_trainers(meta: Meta, training: PserverTraining | CollectiveTraining,
@@ -184,7 +184,8 @@ def copy_models(meta: Meta, training: PserverTraining) -> str:
             f'until [ "$({phase})" = Running ]; do sleep 5; done\n'
             f"{kubectl(meta, tar)} > {archive}\n"
             f"{kubectl(meta, f'delete pod {name}')}\n"
-            f"if tar -tzf {archive} | grep -q '^output/pass-'; then\n"
+            # grep reads it all: with -q it would stop early, and tar's SIGPIPE fail the pipe
+            f"if tar -tzf {archive} | grep '^output/pass-' >/dev/null; then\n"
             f'  echo "the models are safe in {archive[1:-1]}"\n'
             f"else\n"
             f'  echo "no models in {archive[1:-1]}: do not tear down yet" >&2; false\nfi\n')

@@ -106,11 +106,6 @@ class KubeRelease:
         """policy/v1 PodDisruptionBudget (1.21)."""
         return self.since(21)
 
-    @property
-    def kubectl_wait(self) -> bool:
-        """`kubectl wait` (1.11)."""
-        return self.since(11)
-
 
 @dataclass(frozen=True)
 class Target:

@@ -46,8 +46,15 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from paddlegen.compiler.artifact import K8S_DIR, MANIFEST, Artifact
-from paddlegen.compiler.problems import printable
+from paddlegen.compiler.artifact import (
+    K8S_DIR,
+    KUBE_RELEASE,
+    KUBE_VERSION_OPTION,
+    MANIFEST,
+    Artifact,
+    option_values,
+)
+from paddlegen.compiler.problems import printable, quoted
 
 JOURNAL = ".paddlegen-journal"
 STAGING_PREFIX = ".paddlegen-staging-"
@@ -206,9 +213,15 @@ def _in_the_way(tree: _Tree, path: str) -> str | None:
 
 def previously_owned(tree: _Tree) -> set[str]:
     """The files the last build recorded; entries that are not plain relative paths own nothing."""
+    return {line for line in _manifest_lines(tree)
+            if not line.startswith("#") and is_relative_file_path(line)}
+
+
+def _manifest_lines(tree: _Tree) -> list[str]:
+    """The lines of the manifest the last build wrote ([] if there is none), read with bounds."""
     info = _lstat_at(tree.fd, MANIFEST)
     if info is None:
-        return set()
+        return []
     raw = _read_at(tree.fd, MANIFEST, MAX_RECORD_BYTES)
     where = tree.label / MANIFEST
     if raw is None:
@@ -223,7 +236,39 @@ def previously_owned(tree: _Tree) -> set[str]:
     if len(lines) > MAX_ENTRIES:
         raise WriteError(f"{shown(where)} lists {len(lines)} files, more than paddlegen ever "
                          f"writes; {_removal_hint(where)} and pass --force")
-    return {line for line in lines if not line.startswith("#") and is_relative_file_path(line)}
+    return lines
+
+
+class RecordedOptionError(WriteError):
+    """The manifest records a build option that no build of paddlegen writes: a rebuild (which
+    rewrites the manifest) is the way out."""
+
+
+def recorded_kube_version(out_dir: Path) -> str | None:
+    """The --kube-version the tree in out_dir was built with, as its manifest records it; None
+    when none is recorded or there is no tree. Raises WriteError for a manifest paddlegen cannot
+    have written (RecordedOptionError: for the recorded value)."""
+    try:
+        if not check_out_dir(out_dir):
+            return None
+        with locked(out_dir, exclusive=False) as tree:
+            lines = _manifest_lines(tree)
+    except OSError as error:
+        raise _os_error("read", out_dir, error) from None
+    return kube_version_of(lines, out_dir / MANIFEST)
+
+
+def kube_version_of(lines: list[str], where: Path) -> str | None:
+    """The --kube-version that a manifest's lines record, checked for shape (1.N); None if none."""
+    values = option_values(lines, KUBE_VERSION_OPTION)
+    if len(values) > 1:
+        raise RecordedOptionError(f"{shown(where)} records {KUBE_VERSION_OPTION} {len(values)} "
+                                  "times; a build records it once")
+    if values and not KUBE_RELEASE.match(values[0]):
+        raise RecordedOptionError(f"{shown(where)} records {KUBE_VERSION_OPTION} "
+                                  f"{shown(quoted(values[0]))}, which is not a Kubernetes "
+                                  "release (1.N)")
+    return values[0] if values else None
 
 
 def check_out_dir(out_dir: Path) -> bool:
@@ -275,8 +320,20 @@ def _os_error(action: str, out_dir: Path, error: OSError) -> WriteError:
     return WriteError(f"cannot {action} {shown(out_dir)}: {error.strerror or error}{where}")
 
 
-def write_tree(out_dir: Path, artifacts: Sequence[Artifact], force: bool = False) -> list[str]:
-    """Write the artifacts under out_dir; return the stale files removed. Raises WriteError."""
+@dataclass(frozen=True)
+class Changes:
+    """What a build changed in out/ (all empty: it was up to date)."""
+
+    added: tuple[str, ...] = ()  # files that were not there
+    replaced: tuple[str, ...] = ()  # files whose content changed
+    removed: tuple[str, ...] = ()  # stale files an earlier build wrote
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.replaced or self.removed)
+
+
+def write_tree(out_dir: Path, artifacts: Sequence[Artifact], force: bool = False) -> Changes:
+    """Write the artifacts under out_dir; return what changed. Raises WriteError."""
     try:
         if not check_out_dir(out_dir):
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -314,7 +371,7 @@ def _identity(info: os.stat_result) -> tuple[int, int]:
     return info.st_dev, info.st_ino
 
 
-def _write_tree(tree: _Tree, artifacts: Sequence[Artifact], force: bool) -> list[str]:
+def _write_tree(tree: _Tree, artifacts: Sequence[Artifact], force: bool) -> Changes:
     owned = previously_owned(tree)
     new = {a.path: a.text.encode("utf-8") for a in artifacts}
     problems = blockers(tree, new, owned, force)
@@ -325,7 +382,8 @@ def _write_tree(tree: _Tree, artifacts: Sequence[Artifact], force: bool) -> list
     stale = sorted(p for p in owned - new.keys() if _is_regular(tree.lstat(p)))
     changed = sorted(p for p, data in new.items() if tree.read(p) != data)
     if not changed and not stale:
-        return []
+        return Changes()
+    added = {p for p in changed if tree.lstat(p) is None}
     staging = _make_staging(tree)
     try:
         for path in changed:
@@ -350,7 +408,8 @@ def _write_tree(tree: _Tree, artifacts: Sequence[Artifact], force: bool) -> list
             raise
         _prune_empty_parents(tree, stale)
         _close(tree, staging)
-    return stale
+    return Changes(tuple(p for p in changed if p in added),
+                   tuple(p for p in changed if p not in added), tuple(stale))
 
 
 def _make_staging(tree: _Tree) -> str:

@@ -92,6 +92,15 @@ TRAINING_OPERATOR = "v1.9.4"  # Kubeflow's training operator, the last v1 (Paddl
 OPERATOR_MANIFESTS = ("github.com/kubeflow/trainer.git/manifests/overlays/standalone"
                       f"?ref={TRAINING_OPERATOR}")
 NODE_GROUP = "trainers"
+LOG_RETENTION_DAYS = 30
+# A first mount can fail while a new mount target's DNS name propagates: wait until every one is
+# available (after which the name resolves within the VPC).
+MOUNT_TARGETS_READY = (
+    'until [ -z "$(aws efs describe-mount-targets --file-system-id "$FILE_SYSTEM_ID" --query '
+    '"MountTargets[?LifeCycleState!=\'available\'].MountTargetId" --output text)" ]; do\n'
+    "  sleep 10\ndone\n")
+# kubectl's kustomize clones the training operator's remote base with git
+GIT_NEEDED = ", and git, with which kubectl fetches the training operator's manifests"
 EFS_CSI_ROLE_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
 JOBS = ("training", "dataset")
 # What the user who runs eksctl needs beside the inline policy (aws/iam-policy.json): the
@@ -312,7 +321,7 @@ def framework_fields(spec: EksSpec) -> Iterable[Violation]:
         return
     for name in ("image", "script"):
         if getattr(t, name) is None:
-            yield ("training",), f"framework paddle needs training.{name}"
+            yield ("training", name), "framework paddle needs it"
     if t.launcher == "seed":
         yield ("training", "launcher"), ("the seed launcher runs the tutorial image's start "
                                          "script, for paddle-v1; use indexed or kubeflow")
@@ -523,8 +532,8 @@ def objects(plan: EksPlan) -> list[Object]:
     service = [headless_service(meta, training)] if launch.service else []
     trainers = paddle_job(meta, training) if launch.operator else training_job(meta, training)
     return [*storage, *pod_reader(meta, training.pod_reader), *script, *service,
-            *network_policy(meta, training.ports), *pod_disruption_budget(meta, training),
-            *data, trainers]
+            *network_policy(meta, training.ports),
+            *pod_disruption_budget(meta, training.name, training.trainers), *data, trainers]
 
 
 def cluster_config(plan: EksPlan) -> dict[str, Any]:
@@ -556,7 +565,9 @@ def cluster_config(plan: EksPlan) -> dict[str, Any]:
                 "namespace": "kube-system", "serviceAccountName": "efs-csi-controller-sa",
                 "permissionPolicyARNs": [EFS_CSI_ROLE_POLICY]}]},
         ],
-        "cloudWatch": {"clusterLogging": {"enableTypes": ["api", "audit", "authenticator"]}},
+        # kept a month, and deleted at teardown: EKS makes the log group, nothing removes it
+        "cloudWatch": {"clusterLogging": {"enableTypes": ["api", "audit", "authenticator"],
+                                          "logRetentionInDays": LOG_RETENTION_DAYS}},
     }
 
 
@@ -632,10 +643,20 @@ def iam_policy(plan: EksPlan) -> dict[str, Any]:
             {"Sid": "EksNodeImages", "Effect": "Allow",
              "Action": ["ssm:GetParameter", "ssm:GetParameters"],
              "Resource": [f"arn:aws:ssm:{c.region}:*:parameter/aws/service/*"]},
+            # eksctl sets the control plane log group's retention; teardown deletes it
+            {"Sid": "ControlPlaneLogs", "Effect": "Allow",
+             "Action": ["logs:DeleteLogGroup", "logs:PutRetentionPolicy"],
+             "Resource": [f"arn:aws:logs:{c.region}:{c.account_id}:log-group:"
+                          f"{log_group(c.name)}:*"]},
             *iam_statements(c.account_id),
             *ecr_statements(plan),
         ],
     }
+
+
+def log_group(cluster: str) -> str:
+    """Where EKS sends the control plane's logs."""
+    return f"/aws/eks/{cluster}/cluster"
 
 
 def ecr_statements(plan: EksPlan) -> list[dict[str, Any]]:
@@ -698,8 +719,8 @@ def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
     sections = [
         (f"Tools: eksctl {EKSCTL} and kubectl {kube.minor}", f"""\
 Beside the AWS CLI (v2) and paddlegen, which this needs on PATH already (the kubeconfig eksctl
-writes runs `aws eks get-token`). The cluster's kubeconfig and the models at the end go to
-`$ASSETS`, out of this directory, which you commit.
+writes runs `aws eks get-token`){GIT_NEEDED if operator else ""}. The cluster's kubeconfig and the
+models at the end go to `$ASSETS`, out of this directory, which you commit.
 
 ```sh
 {pre}curl -fL {EKSCTL_RELEASES}/{EKSCTL}/eksctl_Linux_amd64.tar.gz | tar xz -C "$ASSETS/bin" eksctl
@@ -726,7 +747,7 @@ controller gets `AmazonEFSCSIDriverPolicy` through Pod Identity."""),
 ```sh
 {pre}{rb.deploy_efs(plan.efs_stack, [f"FileSystemId={q(given or '')}"])}\
 FILE_SYSTEM_ID=$({file_system_of_stack})
-{report}
+{MOUNT_TARGETS_READY}{report}
 ```
 
 The stack {made}.
@@ -753,6 +774,7 @@ aws cloudformation delete-stack --stack-name {stack}
 aws cloudformation wait stack-delete-complete --stack-name {stack}
 if [ "$OWNER" = {stack} ]; then aws efs delete-file-system --file-system-id "$FILE_SYSTEM_ID"; fi
 eksctl delete cluster -f {config} --wait
+aws logs delete-log-group --log-group-name {q(log_group(c.name))} || echo "(no log group left)"
 ```
 
 The EFS stack goes before eksctl's, whose exports it uses and whose VPC its mount targets are in.
@@ -772,8 +794,8 @@ brought stays. Last, as the administrator:
     sections += [
         ("Data and training", f"""\
 ```sh
-{pre}{rb.creates(first)}{rb.wait_for_job(meta, data.name)}{rb.creates([training_manifest])}\
-{rb.follow_trainers(meta, training, selector)}```
+{pre}{rb.creates(first)}{rb.after_job(meta, data.name, rb.creates([training_manifest])
+                                     + rb.follow_trainers(meta, training, selector))}```
 
 {rb.data_parts(data, training)} {failures(meta, training)}
 
@@ -853,12 +875,7 @@ def collective_sections(plan: EksPlan, training: CollectiveTraining, pre: str,
                                 collective.first_pod_selector(training).items())
     kind = "paddlejob" if training.launcher == "kubeflow" else "job"
     done = "Succeeded" if training.launcher == "kubeflow" else "Complete"
-    state = rb.kubectl(meta, f"get {kind} {q(training.name)} -o jsonpath="
-                       "'{.status.conditions[?(@.status==\"True\")].type}'")
-    wait = (f'until STATE=$({state}); echo "$STATE" | grep -qE \'{done}|Failed\'; do '
-            f"sleep 30; done\n"
-            f'case "$STATE" in *Failed*) echo "the run failed; see kubectl describe {kind} '
-            f'{training.name}" >&2; false;; esac\n')
+    run = rb.after_job(meta, training.name, 'echo "the run is done"\n', kind, done)
     data_note = (f"The data Job writes {data.out_dir}, which the trainers see at "
                  f"{collective.SHARED_MOUNT}/{training.name}/data. " if data else "")
     pod = collective.output_pod(meta, training)
@@ -866,14 +883,16 @@ def collective_sections(plan: EksPlan, training: CollectiveTraining, pre: str,
     archive = f'"$ASSETS/{training.name}-output.tar.gz"'
     phase = rb.kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
     tar = f"exec {name} -- tar czf - -C {collective.OUTPUT_MOUNT} {q(training.name)}"
-    waits = rb.wait_for_job(meta, data.name) if data else ""
+    trainers = (rb.creates([training_manifest])
+                + rb.follow_trainers(meta, training, selector) + run)
+    if data:
+        trainers = rb.after_job(meta, data.name, trainers)
     logs = training.log_dir.replace(f"$({collective.POD_NAME_VARIABLE})", "<pod>")
     return [
         image_section(plan, training, pre),
         ("Data and training", f"""\
 ```sh
-{pre}{rb.creates(first)}{waits}{rb.creates([training_manifest])}\
-{rb.follow_trainers(meta, training, selector)}{wait}```
+{pre}{rb.creates(first)}{trainers}```
 
 {data_note}Each pod runs `python -m paddle.distributed.launch` (`paddlegen explain` prints
 each pod's command and environment). Its logs go to its own directory on the shared volume,
@@ -921,8 +940,8 @@ def explain(plan: EksPlan) -> Explanation:
 
 PROFILE = Profile(
     name="eks",
-    summary="today's AWS: `aws/eksctl-cluster.yaml` for eksctl, EFS through its CSI driver, the "
-            "data Job and the training run (seed, indexed or kubeflow launcher)",
+    summary="today's AWS: PaddlePaddle 3 (or the tutorial's v1) on EKS, `aws/eksctl-cluster.yaml` "
+            "for eksctl, EFS through its CSI driver, an Indexed Job or a PaddleJob",
     model=EksSpec,
     rules=(framework_fields, v1_only(port_range), v1_only(gradient_servers),
            either(worker_capacity), eks_version, either(launcher_release(target)),

@@ -287,7 +287,8 @@ def explain(plan: KubeUpPlan) -> Explanation:
 
 PROFILE = Profile(
     name="kube-up",
-    summary="seeds 000, 002: `aws/kube-up.env` for cluster/kube-up.sh, the training Job on "
+    summary="the 2016-2017 tutorial stack (seeds 000, 002), kept for fidelity: `aws/kube-up.env` "
+            "for cluster/kube-up.sh, the training Job on "
             "the hosts' EFS mount",
     model=KubeUpSpec,
     rules=(port_range, gradient_servers, worker_capacity, kube_version(target),

@@ -3,15 +3,22 @@ the hypothesis profile, and what several test files read or run."""
 
 from __future__ import annotations
 
+import contextlib
+import locale
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden"
@@ -38,12 +45,116 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
             stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the installed `paddlegen` in a child process, as a user would."""
-    return subprocess.run(
+    """Run `paddlegen` in this process, as its entry point runs it (compiler/__main__.py),
+    and answer as run_cli_process does: exit code, stdout and stderr as text, and a traceback
+    on stderr with exit code 1 if it raised (a child's interpreter prints one).
+
+    For `cwd` and `env` it changes directory and os.environ for the call only; stdin is what
+    `-` reads (nothing if None). A child is ~0.5 s of interpreter and imports per call, which
+    most tests need not pay. Not SIGINT: main() hands it to os._exit, which would end pytest.
+    What only a process shows (signals, closed or full streams, locale and other start-up
+    settings, workers of `check`, exit at interpreter shutdown, racing processes) is for
+    run_cli_process; an `env` that takes effect only at start-up is refused here, and a call
+    from another thread runs in a child (streams, cwd and os.environ are the process's)."""
+    startup = sorted(key for key in env or {} if STARTUP_ONLY.fullmatch(key))
+    if startup:
+        raise ValueError(f"{', '.join(startup)} take effect only as a process starts: "
+                         "use run_cli_process")
+    if threading.current_thread() is not threading.main_thread():
+        return run_cli_process(*args, cwd=cwd, env=env, stdin=stdin)
+    from paddlegen.compiler.cli import app
+
+    argv = [str(arg) for arg in args]
+    with _directory(cwd), _environment(env or {}), _signal_state():
+        result = CliRunner().invoke(app, argv, input=stdin or b"", prog_name="paddlegen",
+                                    terminal_width=_help_width())
+    stderr = result.stderr_bytes
+    code = result.exit_code
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        # uncaught: what the interpreter prints (typer's pretty exceptions are off)
+        stderr += "".join(traceback.format_exception(result.exception)).encode()
+        code = 1
+    return subprocess.CompletedProcess([*PADDLEGEN, *argv], code, _text(result.stdout_bytes),
+                                       _text(stderr))
+
+
+def run_cli_process(*args: str | Path, cwd: Path | None = None,
+                    env: dict[str, str] | None = None,
+                    stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the installed `paddlegen` in a child process, as a user would: for what only a
+    process shows (see run_cli)."""
+    result = subprocess.run(
         [*PADDLEGEN, *map(str, args)],
-        cwd=cwd, env={**os.environ, **(env or {})}, input=stdin.decode() if stdin else None,
-        capture_output=True, text=True, timeout=60, check=False,
+        cwd=cwd, env={**os.environ, **(env or {})}, input=stdin,
+        capture_output=True, timeout=60, check=False,
     )
+    return subprocess.CompletedProcess(result.args, result.returncode, _text(result.stdout),
+                                       _text(result.stderr))
+
+
+# Read by the interpreter or the C library as a process starts (PYTHONHASHSEED,
+# PYTHONIOENCODING, the locale, the time zone): changing them in this process tests nothing.
+STARTUP_ONLY = re.compile(r"PYTHON\w*|LC_\w+|LANG|LANGUAGE|TZ")
+
+
+def _text(data: bytes) -> str:
+    """Bytes as subprocess.run(text=True) decodes a child's output: in the locale's encoding,
+    strictly, with universal newlines."""
+    return (data.decode(locale.getpreferredencoding(False))
+            .replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _help_width() -> int:
+    """The width click formats help for in a child whose stdout is a pipe: COLUMNS, else 80,
+    less 2 (CliRunner would force 80; this process's own terminal may be any width)."""
+    columns = os.environ.get("COLUMNS", "")
+    return max(min(int(columns) if columns.isdigit() and int(columns) > 0 else 80, 80) - 2, 50)
+
+
+@contextlib.contextmanager
+def _directory(cwd: Path | None) -> Iterator[None]:
+    if cwd is None:
+        yield
+        return
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+@contextlib.contextmanager
+def _environment(overrides: dict[str, str]) -> Iterator[None]:
+    """os.environ as the child of run_cli_process starts with it, main()'s default included;
+    afterwards exactly as before."""
+    saved = dict(os.environ)
+    try:
+        os.environ.update(overrides)
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        yield
+    finally:
+        for key in set(os.environ) - set(saved):
+            del os.environ[key]
+        for key, value in saved.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _signal_state() -> Iterator[None]:
+    """The handlers and the mask paddlegen may change (the writer blocks SIGINT and SIGTERM
+    while it commits), put back whatever happens."""
+    signals = (signal.SIGINT, signal.SIGTERM)
+    handlers = {signum: signal.getsignal(signum) for signum in signals}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for signum, handler in handlers.items():
+            if signal.getsignal(signum) is not handler and handler is not None:
+                signal.signal(signum, handler)
 
 
 def kubectl_or_skip() -> str:

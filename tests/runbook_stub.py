@@ -72,6 +72,9 @@ def aws(argv: list[str]) -> int:
         ("ec2", "describe-instances"): "54.1.2.3\t54.1.2.4",
         ("elb", "describe-load-balancers"): "",
         ("s3", "ls"): "",
+        ("efs", "describe-mount-targets"): "",  # every one available
+        ("ecr", "get-login-password"): "eyJwYXlsb2FkIjoi",
+        ("ecr", "describe-repositories"): "{}",
         ("cloudformation", "deploy"): "Waiting for changeset to be created..\n"
                                       "Successfully created/updated stack",
     }
@@ -80,7 +83,8 @@ def aws(argv: list[str]) -> int:
                      "detach-group-policy", "delete-group"},
              "kms": {"create-alias", "schedule-key-deletion", "delete-alias"},
              "ec2": {"delete-key-pair"}, "s3": {"mb", "rm", "rb"},
-             "cloudformation": {"delete-stack", "wait"}, "efs": {"delete-file-system"}}
+             "cloudformation": {"delete-stack", "wait"}, "efs": {"delete-file-system"},
+             "logs": {"delete-log-group"}}
     if (service, operation) == ("kms", "describe-key"):
         arn = os.environ["STUB_KMS_ARN"]
         print(arn if "Arn" in query else arn.rsplit("/", 1)[1])
@@ -109,6 +113,9 @@ def kubectl(argv: list[str]) -> int:
         elif source is None or not Path(source).is_file():
             return fail(f"kubectl create: no file {source}", 1)
         print("created")
+    elif verb == "get" and words[1] in ("job", "paddlejob") and "conditions" in output:
+        done = "Succeeded" if words[1] == "paddlejob" else "Complete"
+        print(os.environ.get("STUB_JOB_STATE", done), end="")
     elif verb == "get" and words[1] == "job":
         print("1" if "succeeded" in output else "", end="")
     elif verb == "get" and words[1] == "pod" and "phase" in output:

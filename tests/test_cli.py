@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from paddlegen.compiler.build import build
 from paddlegen.compiler.writer import write_tree
 
-from conftest import GOLDEN_SPECS, PADDLEGEN, ROOT, kubectl_or_skip, run_cli
+from conftest import GOLDEN_SPECS, PADDLEGEN, ROOT, kubectl_or_skip, run_cli, run_cli_process
 
 ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<path>[\w.\[\]]+): .+$")
 
@@ -244,7 +244,7 @@ def test_check_of_many_trees_reports_in_spec_order_whatever_the_workers(
     for index in (7, 31):
         (specs[index].parent / "out" / "RUNBOOK.md").write_text("edited by hand\n")
     specs[20].write_text(text.replace("nodes: 3", "nodes: three"))
-    result = run_cli("check", cwd=tmp_path)
+    result = run_cli_process("check", cwd=tmp_path)  # forks its workers: a process of its own
     assert result.returncode == 2  # an invalid spec outweighs drift
     assert re.findall(r"team(\d\d)/out is not what", result.stderr) == ["07", "31"]
     assert re.findall(r"^(team\d\d)/spec.yaml:\d+:\d+: training.nodes", result.stderr,

@@ -123,6 +123,7 @@ def deploy_on_eksctl(template: Path, file_system_id: str | None) -> dict[str, An
     import boto3
     from moto import mock_aws
 
+    cluster = cluster_name(template)
     with mock_aws():
         ec2 = boto3.client("ec2", region_name="us-west-2")
         vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -134,18 +135,18 @@ def deploy_on_eksctl(template: Path, file_system_id: str | None) -> dict[str, An
         exports = {"VPC": vpc, "SubnetsPrivate": ",".join(subnets),
                    "ClusterSecurityGroupId": cluster_group}
         cloudformation = boto3.client("cloudformation", region_name="us-west-2")
-        cloudformation.create_stack(StackName="eksctl-paddle-eks-cluster", TemplateBody=json.dumps({
+        cloudformation.create_stack(StackName=f"eksctl-{cluster}-cluster", TemplateBody=json.dumps({
             "Resources": {"Nothing": {"Type": "AWS::SNS::Topic"}},
             "Outputs": {name: {"Value": value,
-                               "Export": {"Name": f"eksctl-paddle-eks-cluster::{name}"}}
+                               "Export": {"Name": f"eksctl-{cluster}-cluster::{name}"}}
                         for name, value in exports.items()}}))
         efs = boto3.client("efs", region_name="us-west-2")
         brought = "" if file_system_id == "" else efs.create_file_system(
             CreationToken="brought", Encrypted=True)["FileSystemId"]
         cloudformation.create_stack(
-            StackName="paddle-eks-efs", TemplateBody=json.dumps(load(template)),
+            StackName=f"{cluster}-efs", TemplateBody=json.dumps(load(template)),
             Parameters=[{"ParameterKey": "FileSystemId", "ParameterValue": brought}])
-        [stack] = cloudformation.describe_stacks(StackName="paddle-eks-efs")["Stacks"]
+        [stack] = cloudformation.describe_stacks(StackName=f"{cluster}-efs")["Stacks"]
         file_systems = efs.describe_file_systems()["FileSystems"]
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
         mount_targets = efs.describe_mount_targets(
@@ -158,6 +159,13 @@ def deploy_on_eksctl(template: Path, file_system_id: str | None) -> dict[str, An
                 "cluster_group": cluster_group}
 
 
+def cluster_name(template: Path) -> str:
+    """The cluster of the golden whose template this is."""
+    spec = YAML(typ="safe", pure=True).load(template.parent.parent.parent / "spec.yaml")
+    name: str = spec["cluster"]["name"]
+    return name
+
+
 @pytest.mark.conformance
 @pytest.mark.parametrize("template", EKS_TEMPLATES, ids=lambda t: t.parent.parent.parent.name)
 def test_on_eks_the_stack_makes_a_file_system_open_to_the_cluster_only(template: Path) -> None:
@@ -167,7 +175,7 @@ def test_on_eks_the_stack_makes_a_file_system_open_to_the_cluster_only(template:
     assert file_system["Encrypted"] is True
     assert made["outputs"] == {"FileSystemId": file_system["FileSystemId"]}
     # the runbook deletes the file system only if this tag names its stack
-    assert {"Key": "paddlegen.io/stack", "Value": "paddle-eks-efs"} in made["tags"]
+    assert {"Key": "paddlegen.io/stack", "Value": f"{cluster_name(template)}-efs"} in made["tags"]
     assert sorted(t["SubnetId"] for t in made["mount_targets"]) == sorted(made["subnets"])
     [efs_group] = [g for g in made["groups"] if g["GroupName"] not in ("default",
                                                                        "eks-cluster-sg")]

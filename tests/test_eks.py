@@ -154,7 +154,8 @@ def test_the_paddle_job_is_valid_against_the_operators_crd() -> None:
     assert container["name"] == "paddle"  # the operator's webhook wants it
     assert container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == \
         "metadata.labels['training.kubeflow.org/replica-index']"
-    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0,
+    # no backoffLimit: ignored under restartPolicy Never, with a warning on every reconcile
+    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running",
                                         "activeDeadlineSeconds": 86400}
 
 
@@ -307,3 +308,18 @@ def test_the_eksctl_user_gets_no_way_to_make_itself_an_administrator() -> None:
                        for r in resources)
         if statement["Sid"] == "EksThisCluster":
             assert all("/paddle-eks" in r for r in resources)
+
+
+def test_the_efs_volume_asks_for_encryption_in_transit_by_its_attribute() -> None:
+    pv = next(m.obj for m in build(SPEC.encode(), "spec.yaml").manifests
+              if m.obj["kind"] == "PersistentVolume")
+    assert pv["spec"]["csi"]["volumeAttributes"] == {"encryptInTransit": "true"}
+    assert "mountOptions" not in pv["spec"]  # "tls" there is deprecated: a warning per mount
+
+
+def test_every_budget_keeps_every_trainer_with_min_available() -> None:
+    for golden in ("eks", "eks-kubeflow", "eks-paddle", "eks-paddle-kubeflow"):
+        [pdb] = (GOLDEN / golden / "out" / "k8s").glob("*-poddisruptionbudget-*.yaml")
+        spec = YAML_SAFE.load(pdb.read_text())["spec"]
+        nodes = YAML_SAFE.load((GOLDEN / golden / "spec.yaml").read_text())["training"]["nodes"]
+        assert spec["minAvailable"] == nodes and "maxUnavailable" not in spec

@@ -174,7 +174,7 @@ def test_fields_of_paddle_are_refused_with_paddle_v1() -> None:
 def test_paddle_needs_a_script_and_a_launcher_that_is_not_the_images() -> None:
     found = problems(edited("  script: /workspace/train.py\n", "").replace(
         "launcher: indexed", "launcher: seed"))
-    assert any("framework paddle needs training.script [framework-fields]" in p for p in found)
+    assert any("training.script: framework paddle needs it [framework-fields]" in p for p in found)
     assert any("training.launcher: the seed launcher" in p for p in found)
 
 

@@ -21,7 +21,7 @@ import pytest
 from paddlegen.compiler import writer
 from paddlegen.compiler.build import build
 
-from conftest import GOLDEN, PADDLEGEN, run_cli
+from conftest import GOLDEN, PADDLEGEN, run_cli, run_cli_process
 
 KUBE_AWS = GOLDEN / "kube-aws" / "spec.yaml"  # writes aws/
 LOCAL = GOLDEN / "local" / "spec.yaml"  # writes no aws/
@@ -93,7 +93,9 @@ def job_with_tree(tmp_path: Path) -> Path:
 def test_check_names_a_symlink_in_k8s_and_never_shows_what_it_points_at(tmp_path: Path) -> None:
     out = job_with_tree(tmp_path)
     (out / "k8s" / "zz.yaml").symlink_to("/proc/self/environ")
-    result = run_cli("check", cwd=tmp_path, env={"PADDLEGEN_TEST_SECRET": "hunter2-secret"})
+    # a child, whose /proc/self/environ holds the secret (this process's would not)
+    result = run_cli_process("check", cwd=tmp_path,
+                             env={"PADDLEGEN_TEST_SECRET": "hunter2-secret"})
     assert result.returncode == 1
     assert "job/out/k8s/zz.yaml: a symlink, not written by paddlegen\n" in result.stdout
     assert "hunter2-secret" not in result.stdout + result.stderr
@@ -139,7 +141,7 @@ def test_concurrent_builds_of_two_specs_leave_one_whole_tree(tmp_path: Path) -> 
         first = subprocess.Popen([*PADDLEGEN, "build", KUBE_AWS,
                                   "-o", out], stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
-        second = run_cli("build", LOCAL, "-o", out)
+        second = run_cli_process("build", LOCAL, "-o", out)  # two processes racing
         _, first_err = first.communicate(timeout=120)
         assert (first.returncode, second.returncode) == (0, 0), first_err + second.stderr
         [spec] = [spec for spec, tree in trees.items() if snapshot(out) == tree]

@@ -12,7 +12,7 @@ import pytest
 from paddlegen.compiler import writer
 from paddlegen.compiler.build import build
 
-from conftest import GOLDEN_SPECS, run_cli, tree
+from conftest import GOLDEN_SPECS, run_cli, run_cli_process, tree
 
 
 def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(
@@ -21,14 +21,16 @@ def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(
     (tmp_path / "elsewhere").mkdir()
     spec_copy = tmp_path / "elsewhere" / "spec.yaml"
     shutil.copy(kube_aws_spec, spec_copy)
-    assert run_cli("build", kube_aws_spec, "-o", first,
-                   env={"PYTHONHASHSEED": "1", "TZ": "UTC", "LC_ALL": "C"}).returncode == 0
-    assert run_cli("build", "spec.yaml", "-o", second, cwd=spec_copy.parent,
-                   env={"PYTHONHASHSEED": "4242", "TZ": "Asia/Tokyo",
-                        "LC_ALL": "C.UTF-8"}).returncode == 0
+    # processes: the hash seed, time zone and locale are read as one starts
+    assert run_cli_process("build", kube_aws_spec, "-o", first,
+                           env={"PYTHONHASHSEED": "1", "TZ": "UTC", "LC_ALL": "C"}
+                           ).returncode == 0
+    assert run_cli_process("build", "spec.yaml", "-o", second, cwd=spec_copy.parent,
+                           env={"PYTHONHASHSEED": "4242", "TZ": "Asia/Tokyo",
+                                "LC_ALL": "C.UTF-8"}).returncode == 0
     assert tree(first) == tree(second)
-    streams = {run_cli("build", kube_aws_spec, "-o", "-", env={"PYTHONHASHSEED": seed}).stdout
-               for seed in ("0", "7")}
+    streams = {run_cli_process("build", kube_aws_spec, "-o", "-",
+                               env={"PYTHONHASHSEED": seed}).stdout for seed in ("0", "7")}
     assert len(streams) == 1
 
 
@@ -38,7 +40,7 @@ def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(
 ])
 def test_every_golden_tree_is_reproduced_under_other_seeds_and_zones(
         environment: dict[str, str]) -> None:
-    result = run_cli("check", *GOLDEN_SPECS, env=environment)
+    result = run_cli_process("check", *GOLDEN_SPECS, env=environment)  # read as it starts
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -189,7 +191,10 @@ def test_every_command_has_help_with_an_example() -> None:
 
 def test_version_completion_and_no_color() -> None:
     assert run_cli("--version").stdout.startswith("paddlegen 0.")
-    completion = run_cli("--show-completion", "bash", env={"SHELL": "/bin/bash"})
+    # processes: completion reads the program's own name, and in this process CliRunner
+    # strips colour whatever the environment says
+    completion = run_cli_process("--show-completion", "bash", env={"SHELL": "/bin/bash"})
     assert completion.returncode == 0 and "complete" in completion.stdout
-    plain = run_cli("--help", env={"NO_COLOR": "1", "FORCE_COLOR": "1", "TERM": "xterm"})
+    plain = run_cli_process("--help", env={"NO_COLOR": "1", "FORCE_COLOR": "1",
+                                           "TERM": "xterm"})
     assert "\x1b[" not in plain.stdout + plain.stderr

@@ -23,7 +23,7 @@ from paddlegen.compiler import writer
 from paddlegen.compiler.artifact import MANIFEST
 from paddlegen.compiler.build import build
 
-from conftest import GOLDEN, run_cli
+from conftest import GOLDEN, run_cli, run_cli_process
 
 KUBE_AWS = GOLDEN / "kube-aws" / "spec.yaml"  # writes aws/
 LOCAL = GOLDEN / "local" / "spec.yaml"  # writes no aws/: a build after kube-aws removes files
@@ -240,8 +240,8 @@ def test_file_names_that_are_not_utf8_are_printed_escaped(tmp_path: Path) -> Non
     out = built(tmp_path)
     (out / "k8s" / "\udcff\x1b[31m.yaml").write_text("kind: Secret\n")
     os.mkdir(os.fsencode(out) + b"/.paddlegen-staging-\xfe")
-    result = run_cli("check", tmp_path / "repo" / "spec.yaml",
-                     env={"LC_ALL": "C", "PYTHONIOENCODING": "ascii"})
+    result = run_cli_process("check", tmp_path / "repo" / "spec.yaml",  # streams as it starts
+                             env={"LC_ALL": "C", "PYTHONIOENCODING": "ascii"})
     clean(result)
     assert result.returncode == 1
     assert "\\xff\\x1b[31m.yaml: not written by paddlegen" in result.stdout

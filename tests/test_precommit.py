@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from paddlegen.compiler.build import build
+from paddlegen.compiler.writer import write_tree
 
-from conftest import ROOT
+from conftest import GOLDEN, GOLDEN_SPECS, ROOT
 
 pytestmark = pytest.mark.conformance
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
@@ -51,8 +53,12 @@ def hooks_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def user_repo(tmp_path: Path) -> Path:
-    """A user's repository: a spec with its committed out/ tree and an unrelated YAML file."""
+    """A user's repository: every golden spec with its committed out/ tree (every profile and
+    launcher; their k8s files mention /opt/paddlegen/...), a spec built here, one built with
+    --kube-version (recorded in its manifest), and an unrelated YAML file."""
     repo = tmp_path / "repo"
+    for golden in GOLDEN_SPECS:
+        shutil.copytree(golden.parent, repo / "golden" / golden.parent.name)
     (repo / "training").mkdir(parents=True)
     spec = (ROOT / "golden" / "kube-aws" / "spec.yaml").read_bytes()
     (repo / "training" / "spec.yaml").write_bytes(spec)
@@ -60,6 +66,10 @@ def user_repo(tmp_path: Path) -> Path:
         target = repo / "training" / "out" / artifact.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(artifact.text)
+    eks = repo / "eks-1.33" / "spec.yaml"
+    eks.parent.mkdir()
+    shutil.copy(GOLDEN / "eks" / "spec.yaml", eks)
+    write_tree(eks.parent / "out", build(eks.read_bytes(), "spec.yaml", "1.33").artifacts)
     (repo / "other.yaml").write_text("not: [a, spec]\n")
     git(repo, "init", "-q")
     git(repo, "add", "-A")
@@ -84,6 +94,15 @@ def hook_result(output: str, name: str) -> str:
     return line.rsplit(".", 1)[1]
 
 
+def hook_output(output: str, name: str) -> str:
+    """What one hook printed: from its result line to the next hook's."""
+    lines = output.splitlines(keepends=True)
+    [start] = [index for index, line in enumerate(lines) if line.startswith(name + ".")]
+    end = next((index for index in range(start + 1, len(lines))
+                if re.match(r"\S.*\.{3,}(Passed|Failed|Skipped)", lines[index])), len(lines))
+    return "".join(lines[start + 1:end])
+
+
 def test_hooks_pass_on_good_specs_and_fail_on_bad_or_drifted_ones(
         user_repo: Path, try_hooks: Callable[[], subprocess.CompletedProcess[str]]) -> None:
     # each try-repo installs paddlegen into a fresh hook environment: so two runs, not four
@@ -97,10 +116,22 @@ def test_hooks_pass_on_good_specs_and_fail_on_bad_or_drifted_ones(
     (user_repo / "broken" / "spec.yaml").write_text(
         spec.read_text().replace("port: 7164", "port: 99999"))
     spec.write_text(spec.read_text().replace("trainerCount: 3", "trainerCount: 4"))
+    eks_out = user_repo / "eks-1.33" / "out" / "RUNBOOK.md"
+    eks_out.write_text(eks_out.read_text() + "edited by hand\n")
     dirty = try_hooks()
     assert dirty.returncode == 1
     assert hook_result(dirty.stdout, "paddlegen validate") == "Failed"
     assert hook_result(dirty.stdout, "paddlegen check") == "Failed"
-    assert "broken/spec.yaml:31:9: training.port: " in dirty.stdout
-    assert "training/spec.yaml:" not in dirty.stdout.split("paddlegen check")[0]  # valid, drifted
-    assert "+              value: '4'" in dirty.stdout
+    validated, checked = hook_output(dirty.stdout, "paddlegen validate"), \
+        hook_output(dirty.stdout, "paddlegen check")
+    assert "broken/spec.yaml:31:9: training.port: " in validated
+    assert "/out/" not in validated  # no file of an output tree is read as a spec
+    assert "training/spec.yaml:" not in validated  # valid, drifted
+    assert "+              value: '4'" in checked
+    assert ("paddlegen: training/out is not what training/spec.yaml compiles to; to update "
+            "it: paddlegen build training/spec.yaml -o training/out\n") in checked
+    assert ("paddlegen: eks-1.33/out is not what eks-1.33/spec.yaml compiles to; to update "
+            "it: paddlegen build eks-1.33/spec.yaml -o eks-1.33/out --kube-version 1.33\n"
+            ) in checked
+    # every golden tree is still what its spec compiles to (their specs may warn)
+    assert not re.search(r"^(paddlegen: |--- )golden/", checked, re.M)

@@ -154,7 +154,7 @@ def test_kube_aws_runbook_steps_are_in_the_order_that_works() -> None:
              "put-group-policy", "kube-aws init", "render credentials --generate-ca",
              "render stack", "kube-aws up --s3-uri s3://paddle-kube-aws-assets/paddle-cluster",
              "--parameter-overrides VpcId=\"$VPC_ID\"", 'create -f "$OUT/k8s/01-persistentvolume',
-             "{.status.succeeded}", 'create -f "$OUT/k8s/04-job-paddle-cluster-job.yaml"',
+             "@.status==", 'create -f "$OUT/k8s/04-job-paddle-cluster-job.yaml"',
              "train.log", "server.log", "tar czf -", "^output/pass-", 'delete -f "$OUT/k8s/"',
              "LoadBalancer", "delete-stack --stack-name paddle-cluster-efs", "kube-aws destroy",
              "wait stack-delete-complete --stack-name paddle-cluster\n",

@@ -130,7 +130,7 @@ def test_the_bundled_example_command_runs(tmp_path: Path) -> None:
     assert command[:2] == [".venv/bin/paddlegen", "build"] and command[-2:] == ["-o", "out/"]
     result = run_cli(*command[1:-1], tmp_path / "out", cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "out" / "aws" / "cluster.yaml").is_file()
+    assert (tmp_path / "out" / "aws" / "eksctl-cluster.yaml").is_file()  # eks, today's path
 
 
 def test_readmes_example_problems_come_in_one_report(tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ def run_blocks(golden: str, tmp_path: Path, **stub_env: str) -> list[list[str]]:
                "dnsName", "fs-0a1b2c3d.efs.us-west-2.amazonaws.com"),
            "STUB_KUBE_AWS": values.get("cluster", {}).get("kubeAwsVersion", "v0.9.1"),
            "STUB_FILE_SYSTEM": values.get("storage", {}).get("efs", {}).get(
-               "fileSystemId", "fs-0fedcba9876543210"), **stub_env}
+               "fileSystemId", "fs-0fedcba9876543210"), "CODE_DIR": str(tmp_path),
+           **stub_env}
     (tmp_path / "home").mkdir()
     runbook = (tree / "out" / "RUNBOOK.md").read_text()
     for number, block in enumerate(sh_blocks(runbook), start=1):
@@ -131,22 +132,25 @@ def test_the_kube_up_runbook_runs_start_to_finish(tmp_path: Path) -> None:
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize(("golden", "made_here"), [("eks", False), ("eks-kubeflow", True)])
+@pytest.mark.parametrize(("golden", "made_here"), [
+    ("eks", False), ("eks-kubeflow", True), ("eks-paddle", False),
+    ("eks-paddle-kubeflow", False)])
 def test_the_eks_runbook_runs_start_to_finish(golden: str, made_here: bool,
                                               tmp_path: Path) -> None:
-    owner = "paddle-eks-efs" if made_here else ""
-    log = run_blocks(golden, tmp_path, STUB_FILE_SYSTEM_OWNER=owner)
+    cluster = YAML(typ="safe", pure=True).load(GOLDEN / golden / "spec.yaml")["cluster"]["name"]
+    stack = f"{cluster}-efs"
+    log = run_blocks(golden, tmp_path, STUB_FILE_SYSTEM_OWNER=stack if made_here else "")
     cluster_made = position(log, "eksctl", "create cluster -f")
-    efs_deployed = position(log, "aws", "cloudformation deploy --stack-name paddle-eks-efs")
+    efs_deployed = position(log, "aws", f"cloudformation deploy --stack-name {stack}")
     assert cluster_made < efs_deployed  # its network comes from eksctl's stack
     # the spec's file system, or none: then the stack makes one
     given = "FileSystemId=" + ("" if made_here else "fs-0123456789abcdef0")
     assert log[efs_deployed][-1] == given
     operator = [i for i, call in enumerate(log) if call[0] == "kubectl" and "-k" in call]
-    assert bool(operator) == (golden == "eks-kubeflow")
+    assert bool(operator) == golden.endswith("kubeflow")
     models = position(log, "kubectl", "tar czf -")
-    stack_deleted = position(log, "aws", "cloudformation delete-stack --stack-name paddle-eks-efs")
-    stack_gone = position(log, "aws", "wait stack-delete-complete --stack-name paddle-eks-efs")
+    stack_deleted = position(log, "aws", f"cloudformation delete-stack --stack-name {stack}")
+    stack_gone = position(log, "aws", f"wait stack-delete-complete --stack-name {stack}")
     cluster_deleted = position(log, "eksctl", "delete cluster -f")
     assert models < stack_deleted < stack_gone < cluster_deleted
     # the file system goes only if the stack made it, after its mount targets
@@ -204,3 +208,33 @@ def test_a_record_set_kube_aws_manages_needs_no_dns_step(version: str) -> None:
     assert "dig " not in runbook and "kube-aws status" not in runbook
     assert "kube-aws creates the record of `paddle` in the hosted zone" in runbook
     assert ("--hosted-zone-id=Z2ABCDEF12345" in runbook) == (version == "v0.9.9")
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("golden", ["kube-aws", "eks", "eks-paddle-kubeflow"])
+def test_a_failed_job_ends_its_wait_non_zero_and_nothing_after_it_runs(
+        golden: str, tmp_path: Path) -> None:
+    """The data Job (or the run) failed: the block says so and stops, within the Job's own
+    deadline (the stand-in answers Failed at once), and the trainers are never created."""
+    runbook = (GOLDEN / golden / "out" / "RUNBOOK.md").read_text()
+    [block] = [b for b in sh_blocks(runbook) if "STATE=$(" in b][:1]
+    spec = GOLDEN / golden / "spec.yaml"
+    tree = tmp_path / "tree"
+    shutil.copytree(spec.parent / "out", tree / "out")
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    script = stubs / "stub.py"
+    script.write_text(f"#!{sys.executable}\n" + STUB.read_text())
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    (stubs / "kubectl").symlink_to(script)
+    result = subprocess.run(
+        ["bash", "-c", block], cwd=tree / "out", capture_output=True, text=True, timeout=60,
+        env={"HOME": str(tmp_path), "PATH": f"{stubs}:/usr/bin:/bin", "LC_ALL": "C.UTF-8",
+             "STUB_LOG": str(tmp_path / "log"), "STUB_JOB_STATE": "Failed"}, check=False)
+    assert result.returncode != 0 and " failed; see: kubectl " in result.stderr
+    created = [json.loads(line) for line in (tmp_path / "log").read_text().splitlines()
+               if '"create"' in line]
+    waited_for = re.search(r"get (?:job|paddlejob) (\S+) ", block)
+    assert waited_for
+    assert not any("logs" in call for call in created)
+    assert len(created) == block[:block.index("until STATE=")].count("kubectl create -f")
