@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cache
 from shlex import quote as q
 from typing import Annotated, Any, Literal
 
@@ -327,11 +328,16 @@ def framework_fields(spec: EksSpec) -> Iterable[Violation]:
                                          "script, for paddle-v1; use indexed or kubeflow")
 
 
-def instance_types() -> dict[str, dict[str, Any]]:
+@cache
+def vendored(name: str) -> Any:
+    """A data file vendored beside this module (its _origin says where it comes from)."""
     from importlib import resources
 
-    table: dict[str, dict[str, Any]] = json.loads(
-        resources.files("paddlegen.profiles").joinpath("instance-types.json").read_text())
+    return json.loads(resources.files("paddlegen.profiles").joinpath(name).read_text())
+
+
+def instance_types() -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = vendored("instance-types.json")
     return table
 
 
@@ -349,9 +355,27 @@ def eks_version(spec: EksSpec) -> Iterable[Violation]:
                                  f"use one of {', '.join(EKS_VERSIONS)}")
 
 
+def aws_regions() -> tuple[str, ...]:
+    return tuple(vendored("aws-regions.json")["regions"])
+
+
+@rule("aws-region")
+def aws_region(spec: EksSpec) -> Iterable[Violation]:
+    """cluster.region is a region of AWS's commercial partition (the list botocore bundles,
+    vendored in profiles/aws-regions.json): the one whose ARNs paddlegen writes."""
+    from paddlegen.compiler.spec import did_you_mean
+
+    region = spec.cluster.region
+    if region not in aws_regions():
+        yield ("cluster", "region"), (f"{region} is not an AWS region"
+                                      f"{did_you_mean(region, aws_regions())}")
+
+
 @rule("zones-in-region")
 def zones_in_region(spec: EksSpec) -> Iterable[Violation]:
     """availabilityZones are distinct zones of region (eu-central-1a is in eu-central-1)."""
+    if spec.cluster.region not in aws_regions():
+        return  # the rule aws-region says what is wrong
     seen: set[str] = set()
     for index, zone in enumerate(spec.cluster.availability_zones):
         path = ("cluster", "availabilityZones", index)
@@ -947,7 +971,8 @@ PROFILE = Profile(
            either(worker_capacity), eks_version, either(launcher_release(target)),
            kubeflow_names, instance_capacity, either(release_fields(target, JOBS)),
            either(resource_limits(JOBS)), either(job_names), v1_only(split_count),
-           zones_in_region, storage_request, efs_file_system, either(training_image_tag),
+           aws_region, zones_in_region, storage_request, efs_file_system,
+           either(training_image_tag),
            either(dataset_image_tag, lambda spec: spec.dataset.image is not None),
            system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,

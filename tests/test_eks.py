@@ -285,7 +285,8 @@ def test_the_golden_tree_runs_seed_003s_training_on_eks() -> None:
     assert found["Service"]["metadata"]["name"] == spec["template"]["spec"]["subdomain"]
     volume, claim = found["PersistentVolume"], found["PersistentVolumeClaim"]
     assert volume["spec"]["csi"] == {"driver": "efs.csi.aws.com",
-                                     "volumeHandle": "fs-0123456789abcdef0"}
+                                     "volumeHandle": "fs-0123456789abcdef0",
+                                     "volumeAttributes": {"encryptInTransit": "true"}}
     assert volume["spec"]["claimRef"] == {"namespace": "paddle", "name": "efsvol"}
     assert claim["spec"]["volumeName"] == volume["metadata"]["name"]
     config = YAML_SAFE.load(out / "aws" / "eksctl-cluster.yaml")

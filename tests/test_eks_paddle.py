@@ -233,3 +233,9 @@ def test_efa_needs_a_type_that_has_it_and_framework_paddle() -> None:
     v1 = (GOLDEN / "eks" / "spec.yaml").read_text().replace(
         "workerInstanceType: m5.xlarge", "workerInstanceType: p4d.24xlarge\n  efa: true")
     assert any("cluster.efa: EFA serves PaddlePaddle 3's collective" in p for p in problems(v1))
+
+
+def test_an_unknown_region_is_named_and_its_zones_are_not_blamed() -> None:
+    found = problems(DESIGN_SPEC.replace("region: us-west-2", "region: us-west-9"))
+    assert found == ["spec.yaml:7:11: cluster.region: us-west-9 is not an AWS region; did you "
+                     "mean 'us-west-2'? [aws-region]"]
