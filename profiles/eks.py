@@ -88,7 +88,6 @@ EKSCTL_RELEASES = "https://github.com/eksctl-io/eksctl/releases/download"
 # The releases eksctl v0.230.0 knows that paddlegen has schemas for; EKS itself decides, on the
 # day, which it still runs (eksctl asks it).
 EKS_VERSIONS = ("1.33", "1.34", "1.35")
-DEFAULT_VERSION = "1.34"  # eksctl v0.230.0's
 TRAINING_OPERATOR = "v1.9.4"  # Kubeflow's training operator, the last v1 (PaddleJob) release
 OPERATOR_MANIFESTS = ("github.com/kubeflow/trainer.git/manifests/overlays/standalone"
                       f"?ref={TRAINING_OPERATOR}")
@@ -341,15 +340,59 @@ def instance_types() -> dict[str, dict[str, Any]]:
     return table
 
 
+def eks_calendar() -> dict[str, Any]:
+    calendar: dict[str, Any] = vendored("eks-versions.json")
+    return calendar
+
+
+def default_version() -> str:
+    """The newest release paddlegen targets that is in standard support on the calendar's date
+    (fixed, so that a spec without kubeVersion builds the same until paddlegen's next release)."""
+    calendar = eks_calendar()
+    return max((v for v in EKS_VERSIONS
+                if calendar["releases"][v]["standardEnd"] > calendar["asOf"]),
+               key=lambda v: int(v.split(".")[1]))
+
+
+def today() -> str:
+    """The date (UTC), or the one SOURCE_DATE_EPOCH names (the reproducible-builds convention),
+    for rules about support calendars."""
+    import os
+    from datetime import datetime, timezone
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    moment = (datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit()
+              else datetime.now(timezone.utc))
+    return moment.date().isoformat()
+
+
+@rule("eks-support", severity="warning")
+def eks_support(spec: EksSpec) -> Iterable[Violation]:
+    """kubeVersion is in EKS standard support today (the calendar vendored in
+    profiles/eks-versions.json; SOURCE_DATE_EPOCH sets the day): past it, EKS bills the
+    cluster at the extended support price until that ends too, then upgrades it."""
+    calendar = eks_calendar()
+    version = spec.kube_version or default_version()
+    dates = calendar["releases"].get(version)
+    if dates is None or dates["standardEnd"] > today():
+        return
+    prices = calendar["pricePerClusterHour"]
+    yield ("kubeVersion",), (
+        f"EKS {version} left standard support on {dates['standardEnd']}: the cluster costs "
+        f"${prices['extended']} an hour instead of ${prices['standard']} until "
+        f"{dates['extendedEnd']}, when EKS upgrades it; use {default_version()}")
+
+
 def target(spec: EksSpec) -> Target:
-    version = spec.kube_version or DEFAULT_VERSION
+    version = spec.kube_version or default_version()
     return Target(f"eksctl {EKSCTL}, EKS {version}", KubeRelease(version, version))
 
 
 @rule("eks-version")
 def eks_version(spec: EksSpec) -> Iterable[Violation]:
     """kubeVersion is a release EKS runs that paddlegen has schemas for (1.33, 1.34, 1.35: the
-    ones eksctl v0.230.0 knows; 1.34, its default, if unset)."""
+    ones eksctl v0.230.0 knows; if unset, the newest in standard support on the vendored
+    calendar's date, 1.35)."""
     if spec.kube_version is not None and spec.kube_version not in EKS_VERSIONS:
         yield ("kubeVersion",), (f"{spec.kube_version} is not an EKS release paddlegen targets; "
                                  f"use one of {', '.join(EKS_VERSIONS)}")
@@ -968,7 +1011,8 @@ PROFILE = Profile(
             "for eksctl, EFS through its CSI driver, an Indexed Job or a PaddleJob",
     model=EksSpec,
     rules=(framework_fields, v1_only(port_range), v1_only(gradient_servers),
-           either(worker_capacity), eks_version, either(launcher_release(target)),
+           either(worker_capacity), eks_version, eks_support,
+           either(launcher_release(target)),
            kubeflow_names, instance_capacity, either(release_fields(target, JOBS)),
            either(resource_limits(JOBS)), either(job_names), v1_only(split_count),
            aws_region, zones_in_region, storage_request, efs_file_system,

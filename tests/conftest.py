@@ -26,6 +26,10 @@ GOLDEN_SPECS = sorted(GOLDEN.glob("*/spec.yaml"))
 # The installed `paddlegen`, as a command line (the console script is tested on its own).
 PADDLEGEN = (sys.executable, "-m", "paddlegen.compiler")
 SH_BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
+# The day rules about support calendars take as today (profiles/eks.py), fixed so that a test's
+# warnings do not change with the date it runs on: 2026-11-26, 00:00 UTC.
+TODAY_EPOCH = "1795651200"
+os.environ["SOURCE_DATE_EPOCH"] = TODAY_EPOCH
 
 # Here, not in strategies.py, so that every test gets it whichever files run and in what order.
 settings.register_profile("paddlegen", deadline=None, max_examples=60,

@@ -82,7 +82,8 @@ def test_the_design_spec_builds_for_eks_1_33() -> None:
              and m.obj["kind"] == "Job"]
     assert job["spec"]["completionMode"] == "Indexed"
     assert job["spec"]["parallelism"] == job["spec"]["completions"] == 4
-    assert result.warnings == ()
+    # 1.33 left standard support on 2026-07-29: it builds, with a warning of what it costs
+    assert [w.rule for w in result.warnings] == ["eks-support"]
 
 
 @pytest.mark.parametrize("version", eks.EKS_VERSIONS)

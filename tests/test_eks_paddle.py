@@ -239,3 +239,22 @@ def test_an_unknown_region_is_named_and_its_zones_are_not_blamed() -> None:
     found = problems(DESIGN_SPEC.replace("region: us-west-2", "region: us-west-9"))
     assert found == ["spec.yaml:7:11: cluster.region: us-west-9 is not an AWS region; did you "
                      "mean 'us-west-2'? [aws-region]"]
+
+
+def test_unset_kube_version_is_the_newest_in_standard_support_on_the_calendars_date() -> None:
+    result = build(DESIGN_SPEC.encode(), "spec.yaml")
+    assert result.plan.meta.target.kube.version == "1.35" and result.warnings == ()
+
+
+def test_a_release_past_standard_support_warns_with_its_date_and_price(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    old = DESIGN_SPEC.replace("profile: eks\n", 'profile: eks\nkubeVersion: "1.33"\n')
+    [warning] = build(old.encode(), "spec.yaml").warnings
+    assert str(warning) == (
+        "spec.yaml:5:14: warning: kubeVersion: EKS 1.33 left standard support on 2026-07-29: "
+        "the cluster costs $0.60 an hour instead of $0.10 until 2027-07-29, when EKS upgrades "
+        "it; use 1.35 [eks-support]")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1806883200")  # 2027-04-05: 1.35's has ended too
+    current = DESIGN_SPEC.replace("profile: eks\n", 'profile: eks\nkubeVersion: "1.35"\n')
+    [later] = build(current.encode(), "spec.yaml").warnings
+    assert "EKS 1.35 left standard support on 2027-03-27" in str(later)
