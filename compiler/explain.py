@@ -19,7 +19,8 @@ COMMENT = "paddle_process_by_paddle"  # start_paddle.py tags every process with 
 # trainer's argv names it, so the output grows with the nodes, not with their square.
 PSERVERS_VARIABLE = "PSERVERS"
 PSERVERS_FLAG = f"--pservers=${PSERVERS_VARIABLE}"
-IMAGE_FLAGS_FROM = "/root/start.sh of paddlepaddle/paddle-tutorial:k8s_train"
+TUTORIAL_TRAINER = "paddlepaddle/paddle-tutorial:k8s_train"
+IMAGE_FLAGS_FROM = f"/root/start.sh of {TUTORIAL_TRAINER}"
 LABEL_WIDTH = 20
 
 
@@ -129,8 +130,12 @@ def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
             "keeps its pserver until every trainer is done",
             f"the trainer flags from --dot_period to --use_gpu are those of {IMAGE_FLAGS_FROM}")
     else:
+        # the image's own start script chooses them: name the image the pods run
         notes = (f"the trainer flags from --dot_period to --use_gpu are those of "
-                 f"{IMAGE_FLAGS_FROM}; another image passes its own",)
+                 f"{IMAGE_FLAGS_FROM}; {training.image} runs its own /root/start.sh, which may "
+                 "pass others" if not training.image.startswith(TUTORIAL_TRAINER) else
+                 f"the trainer flags from --dot_period to --use_gpu are those of "
+                 f"{IMAGE_FLAGS_FROM}",)
     return Explanation(facts, tuple(rows), notes)
 
 

@@ -64,9 +64,22 @@ def load_spec(raw: bytes, filename: str, strict: bool = False,
     if unfilled:  # what else is wrong there follows from the placeholder
         paths = {p.path for p in unfilled}
         problems = unfilled + [p for p in problems if p.path not in paths]
+    problems = without_contradicted_warnings(problems)
     if any(p.severity == "error" for p in problems):
         raise SpecError(problems)
     return ValidSpec(profile, spec, tuple(problems))
+
+
+def without_contradicted_warnings(problems: list[Problem]) -> list[Problem]:
+    """Problems less the warnings about a field that has an error (or about a part or a whole
+    of one): a rule run on a spec whose invalid field is missing would warn that it is unset."""
+    errors = [p.path for p in problems if p.severity == "error"]
+
+    def related(a: str, b: str) -> bool:
+        return a == b or a.startswith(f"{b}.") or b.startswith(f"{a}.")
+
+    return [p for p in problems if p.severity == "error"
+            or not any(related(p.path, error) for error in errors)]
 
 
 PLACEHOLDER = re.compile(r"<([^<>\n]+)>")
@@ -223,6 +236,11 @@ def describe(error: Any, source: str | None) -> str:
             return (f"{quoted(value)} is not {meaning} ({len(value)} characters; at most "
                     f"{context['max_length']})")
         return f"{quoted(value)} is not {meaning}"
+    if kind in ("too_short", "too_long") and isinstance(value, (list, dict)):
+        bound = context.get("min_length" if kind == "too_short" else "max_length")
+        items = plural(bound, "item")
+        return (f"needs at least {items}, not {len(value)}" if kind == "too_short"
+                else f"takes at most {items}, not {len(value)}")
     message = str(error["msg"][0].lower() + error["msg"][1:])
     if kind == "string_type" and source is not None and not isinstance(value, (dict, list)):
         lost = "; YAML dropped its leading zero" if source.startswith("0") and source != "0" else ""
@@ -231,6 +249,10 @@ def describe(error: Any, source: str | None) -> str:
     if isinstance(value, (dict, list)):
         return message
     return f"{message} (got {quoted(value)})"
+
+
+def plural(count: object, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def field_names(model: Any, path: Path) -> list[str]:

@@ -169,6 +169,10 @@ class KubeAwsSpec(SpecBase):
     training: ClusterTraining = Field(description="The parameter-server training Job.")
 
 
+# Network plugins that enforce NetworkPolicies on a kube-aws cluster.
+CALICO = "Calico, Cilium; kube-aws with `useCalico`"
+
+
 def target(spec: KubeAwsSpec) -> Target:
     return TARGETS[spec.cluster.kube_aws_version]
 
@@ -597,7 +601,7 @@ Its security group admits NFS (TCP 2049) from the workers' security group and no
                                    + rb.follow_trainers(meta, training))}```
 
 {rb.data_parts(data, training)} {rb.failures(meta, training)}\
-{rb.network_policy_note(meta)}
+{rb.network_policy_note(meta, CALICO)}
 
 ## 8. The models, off EFS before anything is deleted
 

@@ -159,7 +159,7 @@ def files(plan: LocalPlan) -> dict[str, str]:
 def runbook(plan: LocalPlan, manifest_paths: list[str]) -> str:
     meta, image = plan.meta, q(plan.image)
     p = rb.preamble(None)
-    return rb.header(meta, "local") + f"""
+    return rb.header(meta, "local", "the cluster") + f"""
 You need Docker and a one-machine Kubernetes cluster (kind, minikube, or a kubelet on this
 machine) with kubectl pointed at it.
 

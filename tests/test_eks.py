@@ -216,7 +216,7 @@ def test_without_a_file_system_id_the_claim_waits_for_its_volume() -> None:
     ("[us-west-2a, us-west-2b]", "[us-west-2a, us-west-2a]",
      "cluster.availabilityZones[1]: us-west-2a is listed twice"),
     ("[us-west-2a, us-west-2b]", "[us-west-2a]",
-     "cluster.availabilityZones: list should have at least 2 items"),
+     "cluster.availabilityZones: needs at least 2 items, not 1"),
     ("  nodes: 3\n", "  nodes: 3\n  launcher: seed\n", "workerCount"),
 ])
 def test_eks_rules(old: str, new: str, message: str) -> None:

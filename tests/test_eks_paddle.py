@@ -258,3 +258,8 @@ def test_a_release_past_standard_support_warns_with_its_date_and_price(
     current = DESIGN_SPEC.replace("profile: eks\n", 'profile: eks\nkubeVersion: "1.35"\n')
     [later] = build(current.encode(), "spec.yaml").warnings
     assert "EKS 1.35 left standard support on 2027-03-27" in str(later)
+
+
+def test_no_warning_stands_next_to_an_error_about_the_same_field() -> None:
+    found = problems(DESIGN_SPEC.replace("fs-0123456789abcdef0", "fs-zz"))
+    assert len(found) == 1 and "storage.efs.fileSystemId: 'fs-zz' is not" in found[0]
