@@ -232,12 +232,14 @@ def test_check_builds_each_tree_for_its_own_release(
         shutil.copy(EKS, tmp_path / name / "spec.yaml")
         built(EKS, tmp_path / name / "out", release)
     monkeypatch.chdir(tmp_path)
-    assert run("check").stderr == "paddlegen: 4 trees up to date with their specs\n"
+    # (a release past its standard support may be warned about: the last line sums up)
+    assert run("check").stderr.splitlines()[-1] == "paddlegen: 4 trees up to date with their specs"
     for name in releases:
         (tmp_path / name / "out" / "RUNBOOK.md").write_text("edited\n")
     drifted = run("check")
     assert drifted.exit_code == 1
-    assert [line.rsplit(" -o ", 1)[1] for line in drifted.stderr.splitlines()] == [
+    assert [line.rsplit(" -o ", 1)[1] for line in drifted.stderr.splitlines()
+            if line.startswith("paddlegen: ")] == [
         "a/out --kube-version 1.35", "b/out", "c/out --kube-version 1.33",
         "d/out --kube-version 1.35"]
 
