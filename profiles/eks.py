@@ -854,7 +854,7 @@ brought stays. Last, as the administrator:
     if isinstance(training, CollectiveTraining):
         sections += collective_sections(plan, training, pre, first, training_manifest)
         sections.append(("Teardown, in this order", teardown))
-        return rb.header(meta, "eks") + numbered(sections)
+        return rb.header(meta, "eks") + before_you_start(plan) + numbered(sections)
     assert data is not None
     selector = "-l " + ",".join(f"{key}={q(value)}"
                                 for key, value in trainer_selector(meta).items())
@@ -875,7 +875,7 @@ pserver ports; the VPC CNI's network policy agent enforces it."""),
 Go on only if it said the models are safe."""),
         ("Teardown, in this order", teardown),
     ]
-    return rb.header(meta, "eks") + numbered(sections)
+    return rb.header(meta, "eks") + before_you_start(plan) + numbered(sections)
 
 
 ECR_IMAGE = re.compile(r"(?P<registry>(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)"
@@ -981,6 +981,83 @@ tar -tzf {archive} >/dev/null && echo "the run's directory is in {archive[1:-1]}
 It holds the logs and whatever your script saved under {collective.SHARED_MOUNT}/{training.name}.
 {ECR_KEPT if ecr_repository(plan) else ""}"""),
     ]
+
+
+# EC2's vCPU quotas by instance family: what a new account may lack for GPU types.
+QUOTAS = (("p", "Running On-Demand P instances"), ("g", "Running On-Demand G and VT instances"),
+          ("", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"))
+
+
+def money(amount: float) -> str:
+    """Dollars with cents, and a tenth of a cent where one is charged ($0.045)."""
+    text = f"{amount:,.3f}"
+    return f"${text[:-1] if text.endswith('0') else text}"
+
+
+PRICE_REGION = "us-east-1"  # the only region of the vendored price table (its _origin says why)
+
+
+def hourly_costs(plan: EksPlan) -> list[tuple[str, float | None]]:
+    """What the cluster as specified costs an hour, by part, at the price table's region's
+    prices (None: not in the table)."""
+    c, prices = plan.cluster, vendored("aws-prices.json")
+    calendar, version = eks_calendar(), plan.meta.target.kube.minor
+    dates = calendar["releases"].get(version)
+    support = ("extended" if dates and dates["standardEnd"] <= calendar["asOf"]
+               else "standard")
+    node = prices["ec2OnDemandPerHour"][PRICE_REGION].get(c.worker_instance_type)
+    nodes = c.worker_count or 0
+    return [(f"EKS control plane ({version}, {support} support)",
+             prices["eksClusterPerHour"][support]),
+            (f"{nodes} x {c.worker_instance_type}, on demand",
+             None if node is None else nodes * node),
+            ("one NAT gateway", prices["natGatewayPerHour"][PRICE_REGION])]
+
+
+def before_you_start(plan: EksPlan) -> str:
+    """What it costs, how long it takes and what it needs, before any block runs."""
+    c, prices = plan.cluster, vendored("aws-prices.json")
+    costs = hourly_costs(plan)
+    rows = "".join(f"| {what} | {'not in the table' if cost is None else money(cost)} |\n"
+                   for what, cost in costs)
+    known = [cost for _, cost in costs if cost is not None]
+    total = money(sum(known)) + ("" if len(known) == len(costs) else ", and what the table lacks")
+    facts = instance_types().get(c.worker_instance_type)
+    quota = next(name for prefix, name in QUOTAS if c.worker_instance_type.startswith(prefix))
+    vcpus = f"{(c.worker_count or 0) * facts['vcpu']} vCPUs" if facts else "the nodes' vCPUs"
+    efs = prices["efsStandardPerGBMonth"][PRICE_REGION]
+    needs = ["a Linux x86_64 machine with bash, curl and tar (the tools below are its builds)",
+             "the AWS CLI v2 and paddlegen on PATH",
+             "an IAM user with access keys, and an administrator's AWS CLI profile in "
+             "`$ADMIN_PROFILE` for the two IAM blocks",
+             f"EC2 quota for {vcpus} of \"{quota}\" in {c.region} (Service Quotas; a new "
+             "account often has none for GPU types)"]
+    collective_run = isinstance(plan.training, CollectiveTraining)
+    if collective_run:
+        needs.append("docker, to build and push the training image")
+    launcher = (plan.training.launcher if isinstance(plan.training, CollectiveTraining)
+                else plan.training.launch.launcher)
+    if launcher == "kubeflow":
+        needs.append("git, with which kubectl fetches the training operator's manifests")
+    needs.append("a shell in the directory of this file (`cd out/`): the blocks read `$PWD`")
+    checklist = "".join(f"- [ ] {need}\n" for need in needs)
+    return f"""
+## Before you start
+
+What the cluster as specified costs an hour on demand, an estimate at {PRICE_REGION}'s prices
+(the price table vendored in `profiles/aws-prices.json` has no other region, and {c.region}'s may
+differ; its sources and date are inside). Data transfer, the NAT gateway's per-GB charge and
+storage come on top: EFS Standard stores a GB for about {money(efs)} a month.
+
+| part | per hour |
+| --- | --- |
+{rows}| total | {total} |
+
+It takes about 15 to 20 minutes for eksctl to make the cluster and its nodes, a few minutes for
+the file system's stack, and about as long again to tear it all down, which removes what this
+runbook made. You need:
+
+{checklist}"""
 
 
 def failures(meta: Meta, training: PserverTraining) -> str:
