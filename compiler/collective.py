@@ -23,16 +23,18 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from paddlegen.compiler.kube_objects import (
+    Object,
+    headless_service,
     job,
     metadata,
     pod_disruption_budget,
     pod_template,
     trainer_selector,
+    worker_paddle_job,
 )
 from paddlegen.compiler.plan import COMPLETION_INDEX, REPLICA_INDEX, Meta
 from paddlegen.compiler.profile import Explanation
 
-Object = dict[str, Any]
 CollectiveLauncher = Literal["indexed", "kubeflow"]
 
 LAUNCH = ("python", "-m", "paddle.distributed.launch")
@@ -178,30 +180,12 @@ def indexed_job(meta: Meta, training: CollectiveTraining) -> Object:
                ttl_seconds=training.ttl_seconds, completion_mode="Indexed")
 
 
-def service(meta: Meta, training: CollectiveTraining) -> Object:
-    """The Indexed Job pods' subdomain: <job>-<index>.<job> resolves to each pod from the
-    moment it has an address (the launchers wait for the master themselves)."""
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": metadata(meta, training.name, component="trainer"),
-            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
-                     "selector": trainer_selector(meta),
-                     "ports": [{"name": MASTER_PORT_NAME, "protocol": "TCP",
-                                "port": training.master_port}]}}
-
-
 def paddle_job(meta: Meta, training: CollectiveTraining) -> Object:
     """Kubeflow's PaddleJob, Worker replicas only (the operator's collective mode): worker 0 is
-    the master. restartPolicy Never: a restarted worker cannot rejoin the run; cleanPodPolicy
-    Running: when the job fails, the workers still waiting for their dead peer are deleted."""
-    run_policy: Object = {"cleanPodPolicy": "Running",
-                          "activeDeadlineSeconds": training.deadline_seconds}
-    if training.ttl_seconds is not None:
-        run_policy["ttlSecondsAfterFinished"] = training.ttl_seconds
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PaddleJob",
-            "metadata": metadata(meta, training.name, component="trainer"),
-            "spec": {"runPolicy": run_policy, "paddleReplicaSpecs": {"Worker": {
-                "replicas": training.nodes, "restartPolicy": "Never",
-                "template": pod_template(meta, "trainer", pod(training))}}}}
+    the master."""
+    return worker_paddle_job(meta, training.name, training.nodes,
+                             pod_template(meta, "trainer", pod(training)),
+                             training.deadline_seconds, training.ttl_seconds)
 
 
 def network_policy(meta: Meta) -> Object:
@@ -220,7 +204,8 @@ def objects(meta: Meta, training: CollectiveTraining) -> list[Object]:
     budget = pod_disruption_budget(meta, training.name, training.nodes)
     if training.launcher == "kubeflow":
         return [network_policy(meta), *budget, paddle_job(meta, training)]
-    return [service(meta, training), network_policy(meta), *budget, indexed_job(meta, training)]
+    service = headless_service(meta, training.name, [(MASTER_PORT_NAME, training.master_port)])
+    return [service, network_policy(meta), *budget, indexed_job(meta, training)]
 
 
 OUTPUT_MOUNT = "/shared"

@@ -258,15 +258,15 @@ def launcher_config_map(meta: Meta, training: PserverTraining, script: str) -> O
             "data": {LAUNCHER_SCRIPT: Block(script)}}
 
 
-def headless_service(meta: Meta, training: PserverTraining) -> Object:
+def headless_service(meta: Meta, name: str, ports: list[tuple[str, int]]) -> Object:
     """The Indexed Job pods' subdomain: <job>-<index>.<service> resolves to each pod, from the
-    moment it has an address (the launcher waits for the pservers itself)."""
+    moment it has an address (the launchers wait for their peers themselves)."""
     return {"apiVersion": "v1", "kind": "Service",
-            "metadata": metadata(meta, str(training.launch.service), component="trainer"),
+            "metadata": metadata(meta, name, component="trainer"),
             "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
                      "selector": trainer_selector(meta),
-                     "ports": [{"name": port.name, "protocol": "TCP", "port": port.number}
-                               for port in training.ports]}}
+                     "ports": [{"name": port, "protocol": "TCP", "port": number}
+                               for port, number in ports]}}
 
 
 def pod_disruption_budget(meta: Meta, name: str, trainers: int) -> list[Object]:
@@ -287,24 +287,29 @@ def trainer_selector(meta: Meta) -> dict[str, str]:
 
 
 def paddle_job(meta: Meta, training: PserverTraining) -> Object:
-    """Kubeflow's PaddleJob (kubeflow.org/v1, training operator v1.9): Worker i runs the
-    launcher script as trainer i. restartPolicy Never, as backoffLimit 0 for the Job: a
-    restarted worker would come back with an empty pserver shard. cleanPodPolicy Running: when
-    the job fails (a worker failed, the deadline passed) the operator deletes the workers still
-    running, which would otherwise wait for their dead peer forever; failed ones stay, with
-    their logs."""
+    """The parameter-server PaddleJob: Worker i runs the launcher script as trainer i, after
+    the data; a restarted worker would come back with an empty pserver shard."""
     template = pod_template(meta, "trainer", trainer_pod(meta, training),
                             [wait_for_data(training)])
-    # no backoffLimit: the operator ignores it under restartPolicy Never (and logs so)
-    run_policy: Object = {"cleanPodPolicy": "Running",
-                          "activeDeadlineSeconds": training.deadline_seconds}
-    if training.ttl_seconds is not None:
-        run_policy["ttlSecondsAfterFinished"] = training.ttl_seconds
+    return worker_paddle_job(meta, training.name, training.trainers, template,
+                             training.deadline_seconds, training.ttl_seconds)
+
+
+def worker_paddle_job(meta: Meta, name: str, workers: int, template: Object,
+                      deadline_seconds: int, ttl_seconds: int | None) -> Object:
+    """Kubeflow's PaddleJob (kubeflow.org/v1, training operator v1.9) of Worker replicas only.
+    restartPolicy Never: a restarted worker cannot rejoin the run. No backoffLimit: the
+    operator ignores it under restartPolicy Never (and logs so on every reconcile).
+    cleanPodPolicy Running: when the job fails (a worker failed, the deadline passed) the
+    operator deletes the workers still running, which would otherwise wait for their dead peer
+    forever; failed ones stay, with their logs."""
+    run_policy: Object = {"cleanPodPolicy": "Running", "activeDeadlineSeconds": deadline_seconds}
+    if ttl_seconds is not None:
+        run_policy["ttlSecondsAfterFinished"] = ttl_seconds
     return {"apiVersion": "kubeflow.org/v1", "kind": "PaddleJob",
-            "metadata": metadata(meta, training.name, component="trainer"),
+            "metadata": metadata(meta, name, component="trainer"),
             "spec": {"runPolicy": run_policy, "paddleReplicaSpecs": {"Worker": {
-                "replicas": training.trainers, "restartPolicy": "Never",
-                "template": template}}}}
+                "replicas": workers, "restartPolicy": "Never", "template": template}}}}
 
 
 # The wait for the data: a shell loop.

@@ -596,7 +596,8 @@ def objects(plan: EksPlan) -> list[Object]:
     launch = training.launch
     script = [launcher_config_map(meta, training, launcher_script(training))] \
         if launch.scripted else []
-    service = [headless_service(meta, training)] if launch.service else []
+    ports = [(port.name, port.number) for port in training.ports]
+    service = [headless_service(meta, launch.service, ports)] if launch.service else []
     trainers = paddle_job(meta, training) if launch.operator else training_job(meta, training)
     return [*storage, *pod_reader(meta, training.pod_reader), *script, *service,
             *network_policy(meta, training.ports),
