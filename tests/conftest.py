@@ -15,6 +15,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -35,6 +36,16 @@ os.environ["SOURCE_DATE_EPOCH"] = TODAY_EPOCH
 settings.register_profile("paddlegen", deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("paddlegen")
+
+
+def example_counts(fast: int, thorough: int) -> list[Any]:
+    """max_examples for a property test whose full search takes many seconds, as
+    @pytest.mark.parametrize("max_examples", example_counts(...)) with @settings(max_examples=
+    max_examples) on a @given function inside: `fast` in the fast part, `thorough` in the
+    conformance part (CI runs both; the example database is shared, so a failure the thorough
+    search found is tried again first by the fast one)."""
+    return [pytest.param(fast, id="fast"),
+            pytest.param(thorough, id="thorough", marks=pytest.mark.conformance)]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -22,7 +22,7 @@ from paddlegen.compiler.boolean_schema import (
 )
 from paddlegen.compiler.kube_schema import supported_versions
 
-from conftest import ROOT
+from conftest import ROOT, example_counts
 
 SCHEMAS = ROOT / "schema"
 VENDORED = SCHEMAS / "kubernetes"
@@ -274,19 +274,27 @@ def documents(draw: st.DrawFn) -> Any:
     return {**root, member: definitions}
 
 
-@settings(max_examples=250)
-@given(documents(), JSON_VALUES)
-def test_random_schemas_are_decided_as_jsonschema_decides(schema: Any, instance: Any) -> None:
-    assert decided(schema, instance) == jsonschema_valid(schema, instance)
+@pytest.mark.parametrize("max_examples", example_counts(25, 250))
+def test_random_schemas_are_decided_as_jsonschema_decides(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(documents(), JSON_VALUES)
+    def check(schema: Any, instance: Any) -> None:
+        assert decided(schema, instance) == jsonschema_valid(schema, instance)
+
+    check()
 
 
-@settings(max_examples=150)
-@given(documents(), JSON_VALUES)
-def test_draft_07_schemas_are_decided_as_jsonschema_decides(schema: Any, instance: Any) -> None:
-    # eksctl's schema is draft-07: a $ref's siblings are ignored there
-    document = {**(schema if isinstance(schema, dict) else {"allOf": [schema]}),
-                "$schema": DRAFT_07}
-    assert decided(document, instance) == Draft7Validator(document).is_valid(instance)
+@pytest.mark.parametrize("max_examples", example_counts(20, 150))
+def test_draft_07_schemas_are_decided_as_jsonschema_decides(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(documents(), JSON_VALUES)
+    def check(schema: Any, instance: Any) -> None:
+        # eksctl's schema is draft-07: a $ref's siblings are ignored there
+        document = {**(schema if isinstance(schema, dict) else {"allOf": [schema]}),
+                    "$schema": DRAFT_07}
+        assert decided(document, instance) == Draft7Validator(document).is_valid(instance)
+
+    check()
 
 
 def test_in_draft_07_a_ref_ignores_its_siblings() -> None:

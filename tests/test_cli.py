@@ -233,14 +233,13 @@ def test_check_of_many_trees_reports_in_spec_order_whatever_the_workers(
         kube_aws_spec: Path, tmp_path: Path) -> None:
     # enough specs for worker processes (compiler/batch.py), each tree in its own directory
     text = kube_aws_spec.read_text()
-    specs = []
-    for index in range(40):
-        spec = tmp_path / f"team{index:02d}" / "spec.yaml"
-        spec.parent.mkdir()
-        spec.write_text(text.replace("name: paddle-cluster-job", f"name: job-{index}"))
-        write_tree(spec.parent / "out", build(spec.read_bytes(), str(spec)).artifacts,
-                   force=False)
-        specs.append(spec)
+    first = tmp_path / "team00"
+    first.mkdir()
+    (first / "spec.yaml").write_text(text)
+    write_tree(first / "out", build(text.encode(), "spec.yaml").artifacts, force=False)
+    for index in range(1, 40):
+        shutil.copytree(first, tmp_path / f"team{index:02d}")
+    specs = [tmp_path / f"team{index:02d}" / "spec.yaml" for index in range(40)]
     for index in (7, 31):
         (specs[index].parent / "out" / "RUNBOOK.md").write_text("edited by hand\n")
     specs[20].write_text(text.replace("nodes: 3", "nodes: three"))

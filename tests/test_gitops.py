@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,16 +22,19 @@ def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(
     (tmp_path / "elsewhere").mkdir()
     spec_copy = tmp_path / "elsewhere" / "spec.yaml"
     shutil.copy(kube_aws_spec, spec_copy)
-    # processes: the hash seed, time zone and locale are read as one starts
-    assert run_cli_process("build", kube_aws_spec, "-o", first,
-                           env={"PYTHONHASHSEED": "1", "TZ": "UTC", "LC_ALL": "C"}
-                           ).returncode == 0
-    assert run_cli_process("build", "spec.yaml", "-o", second, cwd=spec_copy.parent,
-                           env={"PYTHONHASHSEED": "4242", "TZ": "Asia/Tokyo",
-                                "LC_ALL": "C.UTF-8"}).returncode == 0
+    # processes (the hash seed, time zone and locale are read as one starts), side by side
+    with ThreadPoolExecutor() as pool:
+        builds = [
+            pool.submit(run_cli_process, "build", kube_aws_spec, "-o", first,
+                        env={"PYTHONHASHSEED": "1", "TZ": "UTC", "LC_ALL": "C"}),
+            pool.submit(run_cli_process, "build", "spec.yaml", "-o", second,
+                        cwd=spec_copy.parent,
+                        env={"PYTHONHASHSEED": "4242", "TZ": "Asia/Tokyo", "LC_ALL": "C.UTF-8"})]
+        outputs = [pool.submit(run_cli_process, "build", kube_aws_spec, "-o", "-",
+                               env={"PYTHONHASHSEED": seed}) for seed in ("0", "7")]
+    assert [built.result().returncode for built in builds] == [0, 0]
     assert tree(first) == tree(second)
-    streams = {run_cli_process("build", kube_aws_spec, "-o", "-",
-                               env={"PYTHONHASHSEED": seed}).stdout for seed in ("0", "7")}
+    streams = {output.result().stdout for output in outputs}
     assert len(streams) == 1
 
 

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paddlegen.compiler import writer
 from paddlegen.compiler.artifact import MANIFEST
 from paddlegen.compiler.build import build
 
-from conftest import GOLDEN, run_cli, run_cli_process
+from conftest import GOLDEN, example_counts, run_cli, run_cli_process
 
 KUBE_AWS = GOLDEN / "kube-aws" / "spec.yaml"  # writes aws/
 LOCAL = GOLDEN / "local" / "spec.yaml"  # writes no aws/: a build after kube-aws removes files
@@ -360,32 +360,36 @@ def plant(out: Path, victim: Path, entry: tuple[str, object]) -> None:
         pass
 
 
-@given(st.lists(ENTRY, max_size=8), st.sampled_from([KUBE_AWS, LOCAL]), st.booleans())
-def test_no_hostile_tree_makes_paddlegen_touch_anything_outside(
-        entries: list[tuple[str, object]], spec: Path, force: bool) -> None:
-    with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
-        victim = home(root)
-        for name in (".ssh", "aws", "k8s", "new"):
-            (victim / name).mkdir(exist_ok=True)
-            (victim / name / "cluster.yaml").write_bytes(SECRET)
-        out = root / "out"
-        writer.write_tree(out, ARTIFACTS[KUBE_AWS])
-        for entry in entries:
-            plant(out, victim, entry)
-        before = snapshot(victim)
-        operations: list[Callable[[], object]] = [
-            lambda: writer.drift(out, ARTIFACTS[spec]),
-            lambda: writer.write_tree(out, ARTIFACTS[spec], force=force),
-            lambda: writer.drift(out, ARTIFACTS[spec]),
-        ]
-        for operation in operations:
-            try:
-                operation()
-            except writer.WriteError as error:
-                assert "\n" not in str(error)
-        assert snapshot(victim) == before
-        nothing_from_outside_inside(out)
+@pytest.mark.parametrize("max_examples", example_counts(15, 60))
+def test_no_hostile_tree_makes_paddlegen_touch_anything_outside(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(st.lists(ENTRY, max_size=8), st.sampled_from([KUBE_AWS, LOCAL]), st.booleans())
+    def check(entries: list[tuple[str, object]], spec: Path, force: bool) -> None:
+        with tempfile.TemporaryDirectory() as scratch:
+            root = Path(scratch)
+            victim = home(root)
+            for name in (".ssh", "aws", "k8s", "new"):
+                (victim / name).mkdir(exist_ok=True)
+                (victim / name / "cluster.yaml").write_bytes(SECRET)
+            out = root / "out"
+            writer.write_tree(out, ARTIFACTS[KUBE_AWS])
+            for entry in entries:
+                plant(out, victim, entry)
+            before = snapshot(victim)
+            operations: list[Callable[[], object]] = [
+                lambda: writer.drift(out, ARTIFACTS[spec]),
+                lambda: writer.write_tree(out, ARTIFACTS[spec], force=force),
+                lambda: writer.drift(out, ARTIFACTS[spec]),
+            ]
+            for operation in operations:
+                try:
+                    operation()
+                except writer.WriteError as error:
+                    assert "\n" not in str(error)
+            assert snapshot(victim) == before
+            nothing_from_outside_inside(out)
+
+    check()
 
 
 ARTIFACTS = {spec: build(spec.read_bytes(), "spec.yaml").artifacts for spec in (KUBE_AWS, LOCAL)}

@@ -26,7 +26,7 @@ from paddlegen.compiler.problems import QUOTE_LIMIT, SpecError, quoted
 from paddlegen.schema import patterns
 from paddlegen.schema.models import text
 
-from conftest import GOLDEN, PADDLEGEN, run_cli, run_cli_process
+from conftest import GOLDEN, PADDLEGEN, run_cli
 
 RSS_LIMIT = 150 << 20  # bytes, for a whole paddlegen process reading a 1 MB value
 OUTPUT_LIMIT = 4096  # characters of problems about one spec of huge values
@@ -208,12 +208,16 @@ def trees(tmp_path: Path, count: int) -> list[Path]:
 
 
 def test_check_on_every_core_ends_without_an_error_at_exit(tmp_path: Path) -> None:
-    specs = trees(tmp_path, 64)
-    for _ in range(5):  # the error came at exit in some runs, as the pool's threads raced
-        result = run_cli_process("check", *specs)  # its workers, and its exit, are a process's
-        assert result.returncode == 0, result.stderr
-        assert "Exception ignored" not in result.stderr
-        assert "Traceback" not in result.stderr
+    specs = trees(tmp_path, batch.SPECS_PER_WORKER * max(2, batch.usable_cpus()))  # a worker a core
+    # the error came at exit in some runs, as the pool's threads raced: five runs, side by side
+    # (processes: their workers, and their exit, are a process's)
+    runs = [subprocess.Popen([*PADDLEGEN, "check", *map(str, specs)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(5)]
+    for run in runs:
+        _, stderr = run.communicate(timeout=60)
+        assert run.returncode == 0, stderr
+        assert "Exception ignored" not in stderr
+        assert "Traceback" not in stderr
 
 
 def test_a_finished_batch_leaves_no_worker_or_thread_behind(
@@ -242,17 +246,25 @@ def test_file_names_that_are_not_utf8_print_escaped(env: dict[str, str], tmp_pat
     bad.write_text(KUBE_AWS.replace("nodes: 3", "nodes: three"))
     gone = directory / os.fsdecode(b"gone\xfd.yaml")
 
-    def run(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
-        result = subprocess.run([*PADDLEGEN, *map(str, args)], capture_output=True,
-                                env={**os.environ, **env}, check=False, timeout=60)
-        assert b"Traceback" not in result.stderr, result.stderr
-        result.stderr.decode("utf-8")  # strict: names come out escaped, not as raw bytes
-        return result
+    def start(*args: str | Path) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([*PADDLEGEN, *map(str, args)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env={**os.environ, **env})
 
-    assert run("build", good, "-o", directory / "out").returncode == 0
+    def finish(child: subprocess.Popen[bytes]) -> subprocess.CompletedProcess[bytes]:
+        stdout, stderr = child.communicate(timeout=60)
+        assert b"Traceback" not in stderr, stderr
+        stderr.decode("utf-8")  # strict: names come out escaped, not as raw bytes
+        return subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
+
+    # side by side (they only read, and the build writes only out/), but check, which reads
+    # the built tree
+    built, *results = map(finish, [
+        start("build", good, "-o", directory / "out"), start("validate", good, bad, gone),
+        start("validate", "--format", "json", bad), start("build", bad, "-o", "-"),
+        start("explain", bad)])
+    assert built.returncode == 0
     (directory / "out" / "RUNBOOK.md").write_text("edited by hand\n")
-    results = [run("validate", good, bad, gone), run("validate", "--format", "json", bad),
-               run("build", bad, "-o", "-"), run("explain", bad), run("check", good, bad)]
+    results.append(finish(start("check", good, bad)))
     assert [result.returncode for result in results] == [2, 2, 2, 2, 2]
     for result in results[:1] + results[2:]:
         assert b"bad\\xfe.yaml" in result.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -50,6 +51,13 @@ GETENT = """#!/bin/sh
 case "$2" in {names}) printf '127.0.0.1       STREAM %s\\n127.0.0.1       DGRAM\\n' "$2";;
   *) exit 2;;
 esac
+"""
+
+# The script polls (for peers, for the other trainers' marks) with `sleep 2`, as a pod can
+# afford to; here every poll takes a tenth of a second, so a test waits for what it waits for,
+# not for the next poll. Its bounds are in seconds of the clock ($SECONDS), not in polls.
+SLEEP = """#!/bin/sh
+exec {sleep} 0.1
 """
 
 
@@ -103,8 +111,11 @@ def script_of(raw: bytes) -> str:
 def stand_ins(directory: Path, names: list[str]) -> Path:
     bin_dir = directory / "bin"
     bin_dir.mkdir()
+    real_sleep = shutil.which("sleep")
+    assert real_sleep is not None
     for name, text in (("paddle", PADDLE.format(python=sys.executable)),
-                       ("getent", GETENT.format(names="|".join(names)))):
+                       ("getent", GETENT.format(names="|".join(names))),
+                       ("sleep", SLEEP.format(sleep=real_sleep))):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(stat.S_IRWXU)
     return bin_dir
@@ -213,7 +224,7 @@ def test_a_trainer_that_is_done_keeps_its_pserver_until_every_trainer_is(
     trainers.append(Trainer(script, 0, bin_dir, tmp_path / "paddle.log"))
     wait_for(lambda: stale.exists() and len(trainers[0].calls()) == 2, "trainer 0 is done")
     with pytest.raises(subprocess.TimeoutExpired):
-        trainers[0].finish(timeout=2)  # trainer 1 is not done: the pserver serves on
+        trainers[0].finish(timeout=1)  # trainer 1 is not done: the pserver serves on
     assert [call["argv"][1] for call in trainers[0].calls()] == ["pserver", "train"]
     (job_dir / "output" / "node_1").mkdir()
     (job_dir / "output" / "node_1" / "done").touch()
@@ -247,8 +258,9 @@ def test_no_trainer_starts_before_every_pserver_answers(tmp_path: Path,
     (bin_dir / "getent").write_text(GETENT.format(names=facts["stableNames"][0]))
     # and the second peer does not resolve
     trainers.append(Trainer(script, 0, bin_dir, tmp_path / "paddle.log"))
+    wait_for(lambda: bool(trainers[0].calls()), "the pserver starts")
     with pytest.raises(subprocess.TimeoutExpired):
-        trainers[0].finish(timeout=3)
+        trainers[0].finish(timeout=1)  # ten polls, and the peer never answers
     assert [call["argv"][1] for call in trainers[0].calls()] == ["pserver"]
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from paddlegen.compiler.loader import load_text
 from paddlegen.compiler.problems import SpecError
 
-from conftest import GOLDEN_SPECS
+from conftest import GOLDEN_SPECS, example_counts
 
 
 def problems(raw: bytes) -> list[str]:
@@ -100,7 +100,11 @@ def outcome(raw: bytes, libyaml: bool) -> object:
     return document.data, document.values, document.keys, document.texts
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.one_of(edited_specs(), st.text(max_size=60).map(str.encode)))
-def test_libyaml_and_ruamel_read_every_text_alike(raw: bytes) -> None:
-    assert outcome(raw, libyaml=True) == outcome(raw, libyaml=False)
+@pytest.mark.parametrize("max_examples", example_counts(60, 400))
+def test_libyaml_and_ruamel_read_every_text_alike(max_examples: int) -> None:
+    @settings(max_examples=max_examples, deadline=None)
+    @given(st.one_of(edited_specs(), st.text(max_size=60).map(str.encode)))
+    def check(raw: bytes) -> None:
+        assert outcome(raw, libyaml=True) == outcome(raw, libyaml=False)
+
+    check()

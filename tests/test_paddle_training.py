@@ -36,9 +36,13 @@ def requirements() -> str | None:
     return why_pods_cannot_run()
 
 
-skip_reason = requirements()
-if skip_reason:
-    pytestmark.append(pytest.mark.skip(reason=skip_reason))
+@pytest.fixture(autouse=True, scope="module")
+def _requirements() -> None:
+    """Asked when a test of this module runs, not as it is collected: importing paddle takes
+    seconds, which the other parts (that deselect these tests) need not pay."""
+    reason = requirements()
+    if reason:
+        pytest.skip(reason)
 
 
 def built_objects(launcher: str, nodes: int) -> list[dict[str, Any]]:

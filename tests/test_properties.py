@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,53 +15,67 @@ from paddlegen.compiler.kube_schema import violations
 from paddlegen.compiler.problems import SpecError
 from paddlegen.compiler.writer import drift, write_tree
 
-from conftest import GOLDEN_SPECS
+from conftest import GOLDEN_SPECS, example_counts
 from strategies import any_valid_spec, dump, kube_aws_specs, kube_up_specs
 
 
-@given(any_valid_spec)
-def test_valid_specs_build_deterministically_into_strictly_valid_objects(
-        spec: dict[str, Any]) -> None:
-    raw = dump(spec)
-    first = build(raw, "spec.yaml")
-    assert build(raw, "spec.yaml").artifacts == first.artifacts
-    for manifest in first.manifests:
-        assert violations(manifest.obj, first.plan.meta.target.kube.schema) == []
+@pytest.mark.parametrize("max_examples", example_counts(30, 60))
+def test_valid_specs_build_deterministically_into_strictly_valid_objects(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(any_valid_spec)
+    def check(spec: dict[str, Any]) -> None:
+        raw = dump(spec)
+        first = build(raw, "spec.yaml")
+        assert build(raw, "spec.yaml").artifacts == first.artifacts
+        for manifest in first.manifests:
+            assert violations(manifest.obj, first.plan.meta.target.kube.schema) == []
+
+    check()
 
 
-@given(any_valid_spec)
-def test_built_trees_are_written_and_check_clean(spec: dict[str, Any]) -> None:
-    artifacts = build(dump(spec), "spec.yaml").artifacts
-    with tempfile.TemporaryDirectory() as scratch:
-        out = Path(scratch) / "out"
-        write_tree(out, artifacts)
-        assert drift(out, artifacts) == ""
-        assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
-            a.path for a in artifacts]
+@pytest.mark.parametrize("max_examples", example_counts(20, 60))
+def test_built_trees_are_written_and_check_clean(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(any_valid_spec)
+    def check(spec: dict[str, Any]) -> None:
+        artifacts = build(dump(spec), "spec.yaml").artifacts
+        with tempfile.TemporaryDirectory() as scratch:
+            out = Path(scratch) / "out"
+            write_tree(out, artifacts)
+            assert drift(out, artifacts) == ""
+            assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+                a.path for a in artifacts]
+
+    check()
 
 
-@given(st.one_of(kube_aws_specs(), kube_up_specs()))
-def test_derived_invariants_hold(spec: dict[str, Any]) -> None:
-    result = build(dump(spec), "spec.yaml")
-    t = spec["training"]
-    [job] = [m.obj for m in result.manifests
-             if m.obj["kind"] == "Job" and m.obj["metadata"]["name"] == spec["metadata"]["name"]]
-    assert job["spec"]["parallelism"] == job["spec"]["completions"] == t["nodes"]
-    [container] = job["spec"]["template"]["spec"]["containers"]
-    ports = [p["containerPort"] for p in container["ports"]]
-    assert ports == list(range(t["port"], t["port"] + t["portsNum"] + t["portsNumForSparse"]))
-    assert all(p["hostPort"] == p["containerPort"] for p in container["ports"])
-    env = {e["name"]: e["value"] for e in container["env"]}
-    assert all(isinstance(value, str) for value in env.values())
-    assert env["CONF_PADDLE_PORT"] == str(t["port"])
-    assert env["CONF_PADDLE_GRADIENT_NUM"] == str(t["gradientServers"])
-    if spec["profile"] == "kube-aws":
-        [data] = [m.obj for m in result.manifests
-                  if m.obj["metadata"]["name"] == spec["dataset"]["jobName"]
-                  and m.obj["kind"] == "Job"]
-        data_env = {e["name"]: e["value"]
-                    for e in data["spec"]["template"]["spec"]["containers"][0]["env"]}
-        assert data_env["SPLIT_COUNT"] == str(t["nodes"])
+@pytest.mark.parametrize("max_examples", example_counts(30, 60))
+def test_derived_invariants_hold(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(st.one_of(kube_aws_specs(), kube_up_specs()))
+    def check(spec: dict[str, Any]) -> None:
+        result = build(dump(spec), "spec.yaml")
+        t = spec["training"]
+        [job] = [m.obj for m in result.manifests if m.obj["kind"] == "Job"
+                 and m.obj["metadata"]["name"] == spec["metadata"]["name"]]
+        assert job["spec"]["parallelism"] == job["spec"]["completions"] == t["nodes"]
+        [container] = job["spec"]["template"]["spec"]["containers"]
+        ports = [p["containerPort"] for p in container["ports"]]
+        assert ports == list(range(t["port"], t["port"] + t["portsNum"] + t["portsNumForSparse"]))
+        assert all(p["hostPort"] == p["containerPort"] for p in container["ports"])
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert all(isinstance(value, str) for value in env.values())
+        assert env["CONF_PADDLE_PORT"] == str(t["port"])
+        assert env["CONF_PADDLE_GRADIENT_NUM"] == str(t["gradientServers"])
+        if spec["profile"] == "kube-aws":
+            [data] = [m.obj for m in result.manifests
+                      if m.obj["metadata"]["name"] == spec["dataset"]["jobName"]
+                      and m.obj["kind"] == "Job"]
+            data_env = {e["name"]: e["value"]
+                        for e in data["spec"]["template"]["spec"]["containers"][0]["env"]}
+            assert data_env["SPLIT_COUNT"] == str(t["nodes"])
+
+    check()
 
 
 junk = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
@@ -93,15 +108,20 @@ def mutated_specs(draw: st.DrawFn) -> dict[str, Any]:
     return spec
 
 
-@given(mutated_specs())
-def test_mutated_specs_never_crash(spec: dict[str, Any]) -> None:
-    try:
-        build(dump(spec), "spec.yaml")
-    except SpecError as error:
-        assert error.problems
-        assert all(str(p).startswith("spec.yaml:") for p in error.problems)
-    except ManifestError:
-        raise AssertionError("a spec that validates produced an invalid object") from None
+@pytest.mark.parametrize("max_examples", example_counts(25, 60))
+def test_mutated_specs_never_crash(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(mutated_specs())
+    def check(spec: dict[str, Any]) -> None:
+        try:
+            build(dump(spec), "spec.yaml")
+        except SpecError as error:
+            assert error.problems
+            assert all(str(p).startswith("spec.yaml:") for p in error.problems)
+        except ManifestError:
+            raise AssertionError("a spec that validates produced an invalid object") from None
+
+    check()
 
 
 @given(st.binary(max_size=300))
@@ -143,11 +163,15 @@ def hostile_specs(draw: st.DrawFn) -> bytes:
     return "".join(lines).encode("utf-8", errors="surrogatepass")
 
 
-@settings(max_examples=300)
-@given(hostile_specs())
-def test_hostile_values_are_refused_with_positions_never_crash(raw: bytes) -> None:
-    try:
-        build(raw, "spec.yaml")
-    except SpecError as error:
-        assert error.problems
-        assert all(str(p).startswith("spec.yaml:") for p in error.problems)
+@pytest.mark.parametrize("max_examples", example_counts(40, 300))
+def test_hostile_values_are_refused_with_positions_never_crash(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(hostile_specs())
+    def check(raw: bytes) -> None:
+        try:
+            build(raw, "spec.yaml")
+        except SpecError as error:
+            assert error.problems
+            assert all(str(p).startswith("spec.yaml:") for p in error.problems)
+
+    check()

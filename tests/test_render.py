@@ -26,7 +26,7 @@ from paddlegen.compiler import render
 from paddlegen.compiler.build import build
 from paddlegen.compiler.render import Block, Quoted, Unsure, fast_yaml, ruamel_yaml, to_yaml
 
-from conftest import GOLDEN_SPECS, kubectl_or_skip
+from conftest import GOLDEN_SPECS, example_counts, kubectl_or_skip
 
 try:  # PyYAML: the YAML 1.1 reader many tools use (declared in the test extra)
     pyyaml: Any = importlib.import_module("yaml")
@@ -132,15 +132,19 @@ def same(loaded: Any, document: Any) -> bool:
 # --- Byte for byte what ruamel writes ----------------------------------------------------------
 
 
-@settings(max_examples=400)
-@given(roots)
-def test_the_writer_writes_what_ruamel_writes(document: Any) -> None:
-    fast = fast_or_none(document)
-    event("fast path" if fast is not None else "fallback")
-    reference = ruamel_yaml(document)
-    assert to_yaml(document) == reference
-    if fast is not None:
-        assert fast == reference
+@pytest.mark.parametrize("max_examples", example_counts(15, 400))
+def test_the_writer_writes_what_ruamel_writes(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(roots)
+    def check(document: Any) -> None:
+        fast = fast_or_none(document)
+        event("fast path" if fast is not None else "fallback")
+        reference = ruamel_yaml(document)
+        assert to_yaml(document) == reference
+        if fast is not None:
+            assert fast == reference
+
+    check()
 
 
 # Near misses of YAML 1.1 and 1.2 numbers, dates and booleans: whether a reader takes one for a
@@ -154,15 +158,19 @@ number_like = st.one_of(
 )
 
 
-@settings(max_examples=500)
-@given(st.lists(number_like, min_size=1, max_size=10))
-def test_number_like_strings_are_written_as_ruamel_writes_them(values: list[str]) -> None:
-    document = {"values": values, **{value: index for index, value in enumerate(values)}}
-    fast = fast_or_none(document)
-    event("fast path" if fast is not None else "fallback")
-    assert to_yaml(document) == ruamel_yaml(document)
-    if fast is not None:
-        assert same(load_yaml12(fast), document) and same(load_yaml11(fast), document)
+@pytest.mark.parametrize("max_examples", example_counts(60, 500))
+def test_number_like_strings_are_written_as_ruamel_writes_them(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(st.lists(number_like, min_size=1, max_size=10))
+    def check(values: list[str]) -> None:
+        document = {"values": values, **{value: index for index, value in enumerate(values)}}
+        fast = fast_or_none(document)
+        event("fast path" if fast is not None else "fallback")
+        assert to_yaml(document) == ruamel_yaml(document)
+        if fast is not None:
+            assert same(load_yaml12(fast), document) and same(load_yaml11(fast), document)
+
+    check()
 
 
 def golden_objects() -> list[Any]:
@@ -226,14 +234,18 @@ def test_what_the_writer_leaves_to_ruamel(document: Any) -> None:
 # --- Read back as the same document ------------------------------------------------------------
 
 
-@settings(max_examples=200)
-@given(roots)
-def test_yaml_readers_read_back_the_document(document: Any) -> None:
-    text = fast_or_none(document)
-    assume(text is not None)
-    assert text is not None
-    assert same(load_yaml12(text), document)
-    assert same(load_yaml11(text), document)
+@pytest.mark.parametrize("max_examples", example_counts(15, 200))
+def test_yaml_readers_read_back_the_document(max_examples: int) -> None:
+    @settings(max_examples=max_examples)
+    @given(roots)
+    def check(document: Any) -> None:
+        text = fast_or_none(document)
+        assume(text is not None)
+        assert text is not None
+        assert same(load_yaml12(text), document)
+        assert same(load_yaml11(text), document)
+
+    check()
 
 
 # Characters kustomize cannot carry, however they are written: it fails on C1 controls, DEL,
