@@ -634,8 +634,12 @@ def container_plan(container: Obj, pod: Pod, cluster: Cluster, *, pod_dir: Path,
                    volumes: Mapping[str, tuple[Path, bool]], image_fs: Mapping[str, Path],
                    python: Path) -> Obj:
     env = container_env(container, pod, cluster.config_maps)
+    # the interpreter's environment is part of the "image": mounted where it is, since the
+    # overlay root holds only the root file system (a venv under another mount, such as a tmpfs
+    # /tmp, would be missing)
+    interpreter = {str(python.parent.parent): python.parent.parent}
     image = [{"source": str(host), "target": target, "read_only": True}
-             for target, host in image_fs.items()]
+             for target, host in {**interpreter, **image_fs}.items()]
     etc = [{"source": str(pod_dir / name), "target": f"/etc/{name}", "read_only": False}
            for name in ("hosts", "hostname", "resolv.conf")]
     rootfs = pod_dir / f"rootfs-{container['name']}"
