@@ -18,11 +18,13 @@ What decides whether a run works, read in paddle/distributed/launch/ of paddlepa
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from paddlegen.compiler.explain import shell_words
 from paddlegen.compiler.kube_objects import (
+    HELPER_IMAGE,
+    MODELS_MOUNT,
     Object,
     headless_service,
     job,
@@ -208,10 +210,6 @@ def objects(meta: Meta, training: CollectiveTraining) -> list[Object]:
     return [service, network_policy(meta), *budget, indexed_job(meta, training)]
 
 
-OUTPUT_MOUNT = "/shared"
-HELPER_IMAGE = "busybox:1.36"
-
-
 def output_pod(meta: Meta, training: CollectiveTraining) -> Object:
     """A pod that mounts the shared volume read-only, for the runbook to copy the run's
     directory (its logs and what the script saved there) off it."""
@@ -220,7 +218,7 @@ def output_pod(meta: Meta, training: CollectiveTraining) -> Object:
             "spec": {"containers": [{"name": "output", "image": HELPER_IMAGE,
                                      "command": ["sleep", "3600"],
                                      "volumeMounts": [{"name": SHARED_VOLUME,
-                                                       "mountPath": OUTPUT_MOUNT,
+                                                       "mountPath": MODELS_MOUNT,
                                                        "readOnly": True}]}],
                      "volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {
                          "claimName": training.claim_name, "readOnly": True}}],
@@ -233,10 +231,6 @@ def first_pod_selector(training: CollectiveTraining) -> dict[str, str]:
         return {"job-name": training.name, "batch.kubernetes.io/job-completion-index": "0"}
     return {"training.kubeflow.org/job-name": training.name,
             "training.kubeflow.org/replica-index": "0"}
-
-
-def shell_words(argv: list[str]) -> str:
-    return " ".join(shlex.quote(word) for word in argv)
 
 
 def expanded(word: str, env: dict[str, str]) -> str:

@@ -24,6 +24,7 @@ from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.collective import CollectiveLauncher, CollectiveTraining
 from paddlegen.compiler.explain import common_facts, pserver_explanation
 from paddlegen.compiler.kube_objects import (
+    MODELS_MOUNT,
     Object,
     data_job,
     efs_csi_volume,
@@ -950,7 +951,7 @@ def collective_sections(plan: EksPlan, training: CollectiveTraining, pre: str,
     name = pod["metadata"]["name"]
     archive = f'"$ASSETS/{training.name}-output.tar.gz"'
     phase = rb.kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
-    tar = f"exec {name} -- tar czf - -C {collective.OUTPUT_MOUNT} {q(training.name)}"
+    tar = f"exec {name} -- tar czf - -C {MODELS_MOUNT} {q(training.name)}"
     trainers = (rb.creates([training_manifest])
                 + rb.follow_trainers(meta, training, selector) + run)
     if data:
