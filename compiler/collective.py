@@ -23,14 +23,13 @@ from typing import Any, Literal
 
 from paddlegen.compiler.explain import shell_words
 from paddlegen.compiler.kube_objects import (
-    HELPER_IMAGE,
-    MODELS_MOUNT,
     Object,
     headless_service,
     job,
     metadata,
     pod_disruption_budget,
     pod_template,
+    reader_pod,
     trainer_selector,
     worker_paddle_job,
 )
@@ -213,16 +212,9 @@ def objects(meta: Meta, training: CollectiveTraining) -> list[Object]:
 def output_pod(meta: Meta, training: CollectiveTraining) -> Object:
     """A pod that mounts the shared volume read-only, for the runbook to copy the run's
     directory (its logs and what the script saved there) off it."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": metadata(meta, f"{training.name}-output", component="output"),
-            "spec": {"containers": [{"name": "output", "image": HELPER_IMAGE,
-                                     "command": ["sleep", "3600"],
-                                     "volumeMounts": [{"name": SHARED_VOLUME,
-                                                       "mountPath": MODELS_MOUNT,
-                                                       "readOnly": True}]}],
-                     "volumes": [{"name": SHARED_VOLUME, "persistentVolumeClaim": {
-                         "claimName": training.claim_name, "readOnly": True}}],
-                     "restartPolicy": "Never"}}
+    return reader_pod(meta, f"{training.name}-output", "output", {
+        "name": SHARED_VOLUME,
+        "persistentVolumeClaim": {"claimName": training.claim_name, "readOnly": True}})
 
 
 def first_pod_selector(training: CollectiveTraining) -> dict[str, str]:

@@ -447,11 +447,16 @@ def models_pod(meta: Meta, training: PserverTraining) -> Object:
     volume = shared_volume(training, meta.target.kube)
     if "persistentVolumeClaim" in volume:
         volume["persistentVolumeClaim"]["readOnly"] = True
+    return reader_pod(meta, f"{training.name}-models", "models", volume)
+
+
+def reader_pod(meta: Meta, name: str, component: str, volume: Object) -> Object:
+    """A pod that only holds `volume` mounted read-only at MODELS_MOUNT, for `kubectl exec`."""
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": metadata(meta, f"{training.name}-models", component="models"),
-            "spec": {"containers": [{"name": "models", "image": HELPER_IMAGE,
+            "metadata": metadata(meta, name, component=component),
+            "spec": {"containers": [{"name": component, "image": HELPER_IMAGE,
                                      "command": ["sleep", "3600"],
-                                     "volumeMounts": [{"name": VOLUME_NAME,
+                                     "volumeMounts": [{"name": volume["name"],
                                                        "mountPath": MODELS_MOUNT,
                                                        "readOnly": True}]}],
                      "volumes": [volume], "restartPolicy": "Never"}}
