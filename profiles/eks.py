@@ -527,6 +527,11 @@ class EksPlan:
     data: DataJob | None  # paddle runs one only if the spec names its image
     training: PserverTraining | CollectiveTraining
 
+    @property
+    def launcher(self) -> str:
+        t = self.training
+        return t.launcher if isinstance(t, CollectiveTraining) else t.launch.launcher
+
 
 def collective_training(spec: EksSpec) -> CollectiveTraining:
     t = spec.training
@@ -766,8 +771,7 @@ def numbered(sections: list[tuple[str, str]]) -> str:
 
 def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
     meta, c, training, data = plan.meta, plan.cluster, plan.training, plan.data
-    operator = (training.launcher == "kubeflow" if isinstance(training, CollectiveTraining)
-                else training.launch.operator)
+    operator = plan.launcher == "kubeflow"
     kube = meta.target.kube
     *first, training_manifest = manifest_paths
     stack, config = q(plan.efs_stack), f'"$OUT/{CLUSTER_CONFIG}"'
@@ -1034,12 +1038,9 @@ def before_you_start(plan: EksPlan) -> str:
              "`$ADMIN_PROFILE` for the two IAM blocks",
              f"EC2 quota for {vcpus} of \"{quota}\" in {c.region} (Service Quotas; a new "
              "account often has none for GPU types)"]
-    collective_run = isinstance(plan.training, CollectiveTraining)
-    if collective_run:
+    if isinstance(plan.training, CollectiveTraining):
         needs.append("docker, to build and push the training image")
-    launcher = (plan.training.launcher if isinstance(plan.training, CollectiveTraining)
-                else plan.training.launch.launcher)
-    if launcher == "kubeflow":
+    if plan.launcher == "kubeflow":
         needs.append("git, with which kubectl fetches the training operator's manifests")
     needs.append("a shell in the directory of this file (`cd out/`): the blocks read `$PWD`")
     checklist = "".join(f"- [ ] {need}\n" for need in needs)
