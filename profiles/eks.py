@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import cache
 from shlex import quote as q
 from typing import Annotated, Any, Literal
 
@@ -71,6 +70,7 @@ from paddlegen.compiler.rules import (
     worker_capacity,
 )
 from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.profiles.aws import cost, data, instance_types
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
     ClusterTraining,
@@ -328,21 +328,8 @@ def framework_fields(spec: EksSpec) -> Iterable[Violation]:
                                          "script, for paddle-v1; use indexed or kubeflow")
 
 
-@cache
-def vendored(name: str) -> Any:
-    """A data file vendored beside this module (its _origin says where it comes from)."""
-    from importlib import resources
-
-    return json.loads(resources.files("paddlegen.profiles").joinpath(name).read_text())
-
-
-def instance_types() -> dict[str, dict[str, Any]]:
-    table: dict[str, dict[str, Any]] = vendored("instance-types.json")
-    return table
-
-
 def eks_calendar() -> dict[str, Any]:
-    calendar: dict[str, Any] = vendored("eks-versions.json")
+    calendar: dict[str, Any] = data("eks-versions.json")
     return calendar
 
 
@@ -370,7 +357,7 @@ def today() -> str:
 @rule("eks-support", severity="warning")
 def eks_support(spec: EksSpec) -> Iterable[Violation]:
     """kubeVersion is in EKS standard support today (the calendar vendored in
-    profiles/eks-versions.json; SOURCE_DATE_EPOCH sets the day): past it, EKS bills the
+    profiles/aws/eks-versions.json; SOURCE_DATE_EPOCH sets the day): past it, EKS bills the
     cluster at the extended support price until that ends too, then upgrades it."""
     calendar = eks_calendar()
     version = spec.kube_version or default_version()
@@ -400,13 +387,13 @@ def eks_version(spec: EksSpec) -> Iterable[Violation]:
 
 
 def aws_regions() -> tuple[str, ...]:
-    return tuple(vendored("aws-regions.json")["regions"])
+    return tuple(data("regions.json")["regions"])
 
 
 @rule("aws-region")
 def aws_region(spec: EksSpec) -> Iterable[Violation]:
     """cluster.region is a region of AWS's commercial partition (the list botocore bundles,
-    vendored in profiles/aws-regions.json): the one whose ARNs paddlegen writes."""
+    vendored in profiles/aws/regions.json): the one whose ARNs paddlegen writes."""
     from paddlegen.compiler.spec import did_you_mean
 
     region = spec.cluster.region
@@ -479,7 +466,7 @@ def allocatable(facts: dict[str, Any]) -> tuple[Decimal, Decimal]:
 @rule("instance-capacity")
 def instance_capacity(spec: EksSpec) -> Iterable[Violation]:
     """cluster.workerInstanceType is an EC2 instance type paddlegen knows (a table vendored in
-    profiles/instance-types.json; a type close to a known one is taken for a typo), and each
+    profiles/aws/instance-types.json; a type close to a known one is taken for a typo), and each
     trainer pod fits on one node: training.gpusPerNode at most the type's GPUs, its CPU and
     memory requests at most what the node gives pods (the EKS AMI kubelet's reserve taken off),
     or the pods stay Pending; with cluster.efa, the type has Elastic Fabric Adapters."""
@@ -989,78 +976,29 @@ It holds the logs and whatever your script saved under {collective.SHARED_MOUNT}
     ]
 
 
-# EC2's vCPU quotas by instance family: what a new account may lack for GPU types.
-QUOTAS = (("p", "Running On-Demand P instances"), ("g", "Running On-Demand G and VT instances"),
-          ("", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"))
-
-
-def money(amount: float) -> str:
-    """Dollars with cents, and a tenth of a cent where one is charged ($0.045)."""
-    text = f"{amount:,.3f}"
-    return f"${text[:-1] if text.endswith('0') else text}"
-
-
-PRICE_REGION = "us-east-1"  # the only region of the vendored price table (its _origin says why)
-
-
-def hourly_costs(plan: EksPlan) -> list[tuple[str, float | None]]:
-    """What the cluster as specified costs an hour, by part, at the price table's region's
-    prices (None: not in the table)."""
-    c, prices = plan.cluster, vendored("aws-prices.json")
-    calendar, version = eks_calendar(), plan.meta.target.kube.minor
-    dates = calendar["releases"].get(version)
-    support = ("extended" if dates and dates["standardEnd"] <= calendar["asOf"]
-               else "standard")
-    node = prices["ec2OnDemandPerHour"][PRICE_REGION].get(c.worker_instance_type)
-    nodes = c.worker_count or 0
-    return [(f"EKS control plane ({version}, {support} support)",
-             prices["eksClusterPerHour"][support]),
-            (f"{nodes} x {c.worker_instance_type}, on demand",
-             None if node is None else nodes * node),
-            ("one NAT gateway", prices["natGatewayPerHour"][PRICE_REGION])]
-
-
 def before_you_start(plan: EksPlan) -> str:
     """What it costs, how long it takes and what it needs, before any block runs."""
-    c, prices = plan.cluster, vendored("aws-prices.json")
-    costs = hourly_costs(plan)
-    rows = "".join(f"| {what} | {'not in the table' if cost is None else money(cost)} |\n"
-                   for what, cost in costs)
-    known = [cost for _, cost in costs if cost is not None]
-    total = money(sum(known)) + ("" if len(known) == len(costs) else ", and what the table lacks")
-    facts = instance_types().get(c.worker_instance_type)
-    quota = next(name for prefix, name in QUOTAS if c.worker_instance_type.startswith(prefix))
-    vcpus = f"{(c.worker_count or 0) * facts['vcpu']} vCPUs" if facts else "the nodes' vCPUs"
-    efs = prices["efsStandardPerGBMonth"][PRICE_REGION]
+    c, calendar, version = plan.cluster, eks_calendar(), plan.meta.target.kube.minor
+    dates = calendar["releases"].get(version)
+    support = "extended" if dates and dates["standardEnd"] <= calendar["asOf"] else "standard"
+    nodes = c.worker_count or 0
+    costs = [cost.eks_control_plane(version, support),
+             cost.instances(c.region, c.worker_instance_type, nodes), cost.nat_gateway(c.region)]
     needs = ["a Linux x86_64 machine with bash, curl and tar (the tools below are its builds)",
              "the AWS CLI v2 and paddlegen on PATH",
              "an IAM user with access keys, and an administrator's AWS CLI profile in "
              "`$ADMIN_PROFILE` for the two IAM blocks",
-             f"EC2 quota for {vcpus} of \"{quota}\" in {c.region} (Service Quotas; a new "
-             "account often has none for GPU types)"]
+             cost.vcpu_quota(c.region, {c.worker_instance_type: nodes})]
     if isinstance(plan.training, CollectiveTraining):
         needs.append("docker, to build and push the training image")
     if plan.launcher == "kubeflow":
         needs.append("git, with which kubectl fetches the training operator's manifests")
     needs.append("a shell in the directory of this file (`cd out/`): the blocks read `$PWD`")
-    checklist = "".join(f"- [ ] {need}\n" for need in needs)
-    return f"""
-## Before you start
-
-What the cluster as specified costs an hour on demand, an estimate at {PRICE_REGION}'s prices
-(the price table vendored in `profiles/aws-prices.json` has no other region, and {c.region}'s may
-differ; its sources and date are inside). Data transfer, the NAT gateway's per-GB charge and
-storage come on top: EFS Standard stores a GB for about {money(efs)} a month.
-
-| part | per hour |
-| --- | --- |
-{rows}| total | {total} |
-
-It takes about 15 to 20 minutes for eksctl to make the cluster and its nodes, a few minutes for
-the file system's stack, and about as long again to tear it all down, which removes what this
-runbook made. You need:
-
-{checklist}"""
+    return cost.before_you_start(
+        c.region, costs, "Data transfer, the NAT gateway's per-GB charge and storage",
+        "It takes about 15 to 20 minutes for eksctl to make the cluster and its nodes, a few "
+        "minutes for the file system's stack, and about as long again to tear it all down, "
+        "which removes what this runbook made.", needs)
 
 
 def failures(meta: Meta, training: PserverTraining) -> str:

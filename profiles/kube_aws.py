@@ -29,6 +29,7 @@ from paddlegen.compiler.kube_objects import (
     pod_reader,
     training_job,
 )
+from paddlegen.compiler.loader import Path
 from paddlegen.compiler.plan import (
     DataJob,
     EfsVolume,
@@ -38,6 +39,7 @@ from paddlegen.compiler.plan import (
     claim_jobs,
     meta_of,
 )
+from paddlegen.compiler.problems import dotted
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import Quoted, to_json, to_yaml
 from paddlegen.compiler.rules import (
@@ -60,6 +62,7 @@ from paddlegen.compiler.rules import (
     zone_in_region,
 )
 from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.profiles.aws import cost
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
     INT32_MAX,
@@ -106,8 +109,10 @@ class KubeAwsCluster(SpecModel):
     ]
     key_name: Annotated[str, text(p.KEY_NAME, "Name of the EC2 key pair for SSH to the nodes.")]
     kms_key_arn: Annotated[
-        str, text(p.KMS_KEY_ARN, "ARN of the KMS key that encrypts the cluster's TLS assets.")
-    ]
+        str | None, text(p.KMS_KEY_ARN, (
+            "ARN of the KMS key that encrypts the cluster's TLS assets. Leave it out of the "
+            "first build: the runbook makes the key and prints it."))
+    ] = None
     external_dns_name: Annotated[
         str, text(p.HOSTNAME, "DNS name of the API server (kube-aws externalDNSName).")
     ] = Field(alias="externalDNSName")
@@ -183,10 +188,39 @@ NETWORK_DEFAULTS = {"vpcCIDR": "10.0.0.0/16", "instanceCIDR": "10.0.0.0/24",
                     "dnsServiceIP": "10.3.0.10"}
 
 
+# The values only AWS knows, which the runbook makes and prints (its steps 2 and 3): a first
+# build goes without them and writes only those steps.
+PENDING: tuple[tuple[Path, str], ...] = (
+    (("cluster", "kmsKeyArn"), "step 2 makes the KMS key and step 3 prints its ARN"),
+    (("storage", "efs", "dnsName"), "step 2 makes the file system and step 3 prints its name"),
+)
+
+
+def pending_paths(spec: KubeAwsSpec) -> tuple[Path, ...]:
+    values: dict[Path, str | None] = {("cluster", "kmsKeyArn"): spec.cluster.kms_key_arn,
+              ("storage", "efs", "dnsName"): spec.storage.efs.dns_name}
+    return tuple(path for path, _ in PENDING if values[path] is None)
+
+
+@rule("pending", severity="warning")
+def pending_values(spec: KubeAwsSpec) -> Iterable[Violation]:
+    """cluster.kmsKeyArn and storage.efs.dnsName may be left out until RUNBOOK.md has made them:
+    its steps 2 and 3 create the KMS key and the EFS file system and print both values. Until
+    both are in the spec the tree holds only those steps and the EFS template (no cluster.yaml,
+    IAM policy or Kubernetes objects); put them in and rebuild."""
+    missing = set(pending_paths(spec))
+    for path, how in PENDING:
+        if path in missing:
+            yield path, (f"not set yet: RUNBOOK.md {how}; until then the tree holds only "
+                         "steps 0 to 3, so put it here and rebuild after them")
+
+
 @rule("kms-key-arn")
 def kms_key_arn(spec: KubeAwsSpec) -> Iterable[Violation]:
     """kmsKeyArn names the cluster's region and account (KMS keys are regional)."""
     cluster = spec.cluster
+    if cluster.kms_key_arn is None:
+        return
     _, _, _, region, account, _ = cluster.kms_key_arn.split(":", 5)
     if region != cluster.region:
         yield ("cluster", "kmsKeyArn"), (
@@ -200,6 +234,8 @@ def kms_key_arn(spec: KubeAwsSpec) -> Iterable[Violation]:
 @rule("efs-region")
 def efs_region(spec: KubeAwsSpec) -> Iterable[Violation]:
     """The EFS file system is in the cluster's region (NFS mounts do not cross regions)."""
+    if spec.storage.efs.dns_name is None:
+        return
     region = spec.storage.efs.dns_name.split(".")[2]
     if region != spec.cluster.region:
         yield ("storage", "efs", "dnsName"), (
@@ -340,9 +376,10 @@ class KubeAwsPlan:
     cluster: KubeAwsCluster  # the spec's settings, with worker_count resolved
     names: AwsNames
     s3_bucket: str
-    volume: EfsVolume  # the PersistentVolume of the file system
+    volume: EfsVolume | None  # the PersistentVolume of the file system; None while pending
     data: DataJob
     training: PserverTraining
+    pending: tuple[Path, ...]  # values the runbook makes that the spec does not hold yet
 
 
 def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
@@ -351,15 +388,18 @@ def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
     cluster = spec.cluster.model_copy(
         update={"worker_count": spec.cluster.worker_count or t.nodes})
     storage = spec.storage
-    volume = EfsVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
-                       storage.efs.dns_name, storage.capacity, storage.request)
+    volume = None if storage.efs.dns_name is None else EfsVolume(
+        f"{namespace}-{storage.claim_name}", storage.claim_name, storage.efs.dns_name,
+        storage.capacity, storage.request)
     data, training = claim_jobs(name, storage.claim_name, spec.dataset, t, tgt.kube)
     return KubeAwsPlan(meta_of(spec, tgt, t.image), cluster, aws_names(cluster),
-                       bucket_of(cluster.s3_uri), volume, data, training)
+                       bucket_of(cluster.s3_uri), volume, data, training, pending_paths(spec))
 
 
 def objects(plan: KubeAwsPlan) -> list[Object]:
     meta, training = plan.meta, plan.training
+    if plan.pending or plan.volume is None:
+        return []  # the cluster they run on needs the pending values first
     return [*namespace(meta), persistent_volume(meta, plan.volume),
             persistent_volume_claim(meta, plan.volume), *pod_reader(meta, training.pod_reader),
             *network_policy(meta, training.ports),
@@ -464,40 +504,33 @@ def iam_policy(plan: KubeAwsPlan) -> dict[str, Any]:
 
 
 def files(plan: KubeAwsPlan) -> dict[str, str]:
+    template = {EFS_TEMPLATE: to_yaml(efs.template(plan.cluster.name, plan.names.efs_stack))}
+    if plan.pending:
+        return template  # cluster.yaml and the policy name the key
     cluster = CLUSTER_YAML[plan.cluster.kube_aws_version](plan.cluster)
     return {"aws/cluster.yaml": to_yaml(cluster),
-            "aws/iam-policy.json": to_json(iam_policy(plan)),
-            EFS_TEMPLATE: to_yaml(efs.template(plan.cluster.name, plan.names.efs_stack))}
+            "aws/iam-policy.json": to_json(iam_policy(plan)), **template}
 
 
 def runbook(plan: KubeAwsPlan, manifest_paths: list[str]) -> str:
-    meta, c, names, training, data = plan.meta, plan.cluster, plan.names, plan.training, plan.data
-    *first, training_manifest = manifest_paths
-    name, key, stack = q(c.name), q(c.key_name), q(names.efs_stack)
-    version, kube = c.kube_aws_version, meta.target.kube
+    meta, c, names = plan.meta, plan.cluster, plan.names
+    key, version, kube = q(c.key_name), c.kube_aws_version, meta.target.kube
     p = rb.preamble(c.name, {"KUBECONFIG": '"$ASSETS/kubeconfig"',
                              "AWS_DEFAULT_REGION": q(c.region),
                              "AWS_PROFILE": q(rb.user_profile(c.name))})
     vpc = (f"aws ec2 describe-vpcs --filters Name=tag:Name,Values={q(c.name + '-vpc')} "
            "--query 'Vpcs[0].VpcId' --output text")
-    init_dns = ""
-    if version == "v0.9.9":  # its init writes the API endpoint and wants the DNS choice made
-        init_dns = (f" \\\n    --hosted-zone-id={q(c.hosted_zone_id)}"
-                    if c.create_record_set and c.hosted_zone_id else " \\\n    --no-record-set")
-    if c.create_record_set:
-        dns = (f"kube-aws creates the record of `{c.external_dns_name}` in the hosted zone; "
-               f"check that `kubectl get nodes` lists {c.worker_count} Ready workers.")
-    else:
-        dns = f"""```sh
-{p}CONTROLLER_DNS=$(cd "$ASSETS" && kube-aws status |
-  sed -n 's/^Controller DNS Names*:[[:space:]]*//p' | cut -d, -f1)
-dig +short "$CONTROLLER_DNS"
-```
-
-Point `{c.external_dns_name}` at one of those addresses (an A record, or a line in `/etc/hosts`),
-then check that `kubectl get nodes` lists {c.worker_count} Ready workers."""
     group_name, policies = names.iam_group, rb.SEED_MANAGED_POLICIES
-    return rb.header(meta, "kube-aws") + f"""
+    if plan.pending or c.kms_key_arn is None:
+        fields = " and ".join(f"`{dotted(path)}`" for path in plan.pending)
+        rebuild = (f"Put what it printed in the spec ({fields}),\nrebuild this tree, check it, "
+                   "and go on at step 4 of the rebuilt RUNBOOK.md (this build has none yet):")
+        rest = ""
+    else:
+        rebuild = ("If that printed a line, put that value in the spec, rebuild this tree, check "
+                   "it, and go on with\nthe rebuilt RUNBOOK.md:")
+        rest = runbook_rest(plan, manifest_paths, p, vpc, c.kms_key_arn)
+    return rb.header(meta, "kube-aws") + before_you_start(c) + f"""
 ## 0. Tools: the AWS CLI, kube-aws {version}, kubectl {kube.version}, paddlegen
 
 The cluster's assets (TLS keys, kubeconfig, the SSH key, the models at the end) are secrets:
@@ -543,16 +576,78 @@ the cluster's network.
 {p}KMS_KEY_ARN=$(aws kms describe-key --key-id {q(names.kms_alias)} --query KeyMetadata.Arn \\
   --output text)
 EFS_DNS_NAME=$({rb.stack_output(names.efs_stack, "DnsName")})
-[ "$KMS_KEY_ARN" = {q(c.kms_key_arn)} ] || echo "cluster.kmsKeyArn: $KMS_KEY_ARN"
-[ "$EFS_DNS_NAME" = {q(plan.volume.server)} ] || echo "storage.efs.dnsName: $EFS_DNS_NAME"
+{differs("$KMS_KEY_ARN", c.kms_key_arn, "cluster.kmsKeyArn")}
+{differs("$EFS_DNS_NAME", plan.volume.server if plan.volume else None, "storage.efs.dnsName")}
 ```
 
-If that printed a line, put that value in the spec, rebuild this tree, check it, and go on with
-the rebuilt RUNBOOK.md:
+{rebuild}
 
 ```sh
 {p}{rb.REBUILD}```
+{rest}"""
 
+
+# The instance types kube-aws gives a role the spec leaves unset (its `init`'s cluster.yaml).
+DEFAULT_INSTANCE_TYPE = {"v0.9.1": "m3.medium", "v0.9.9": "t2.medium"}
+
+
+def before_you_start(c: KubeAwsCluster) -> str:
+    """What it costs, how long it takes and what it needs, before any block runs."""
+    default = DEFAULT_INSTANCE_TYPE[c.kube_aws_version]
+    nodes = {" (controller)": (c.controller_instance_type or default, 1),
+             " (etcd)": (default, 1),
+             " (workers)": (c.worker_instance_type or default, c.worker_count or 0)}
+    costs = [cost.instances(c.region, kind, count, role)
+             for role, (kind, count) in nodes.items()]
+    quota: dict[str, int] = {}
+    for kind, count in nodes.values():
+        quota[kind] = quota.get(kind, 0) + count
+    balancer = ", the API endpoint's load balancer" if c.kube_aws_version == "v0.9.9" else ""
+    needs = ["a Linux x86_64 machine with bash, curl, tar and dig",
+             "the AWS CLI v2 and paddlegen on PATH",
+             "an IAM user with access keys, and an administrator's AWS CLI profile in "
+             "`$ADMIN_PROFILE` for the two IAM blocks",
+             cost.vcpu_quota(c.region, quota),
+             "a shell in the directory of this file (`cd out/`): the blocks read `$PWD`"]
+    return cost.before_you_start(
+        c.region, costs,
+        f"Data transfer, the nodes' EBS volumes{balancer} and storage",
+        "It takes about 10 to 15 minutes for kube-aws to make the cluster's stack, a few "
+        "minutes for the file system's stack, and about as long again to tear it all down, "
+        "which removes what this runbook made.", needs)
+
+
+def differs(variable: str, value: str | None, field: str) -> str:
+    """A line printing `field: <the value AWS has>`, unless the spec holds that value already."""
+    show = f'echo "{field}: {variable}"'
+    return show if value is None else f'[ "{variable}" = {q(value)} ] || {show}'
+
+
+def runbook_rest(plan: KubeAwsPlan, manifest_paths: list[str], p: str, vpc: str,
+                 kms_key_arn: str) -> str:
+    """Steps 4 to 9: the cluster, the job and the teardown, once the spec has AWS's values."""
+    meta, c, names, training, data = plan.meta, plan.cluster, plan.names, plan.training, plan.data
+    *first, training_manifest = manifest_paths
+    name, key, stack = q(c.name), q(c.key_name), q(names.efs_stack)
+    version = c.kube_aws_version
+    init_dns = ""
+    if version == "v0.9.9":  # its init writes the API endpoint and wants the DNS choice made
+        init_dns = (f" \\\n    --hosted-zone-id={q(c.hosted_zone_id)}"
+                    if c.create_record_set and c.hosted_zone_id else " \\\n    --no-record-set")
+    if c.create_record_set:
+        dns = (f"kube-aws creates the record of `{c.external_dns_name}` in the hosted zone; "
+               f"check that `kubectl get nodes` lists {c.worker_count} Ready workers.")
+    else:
+        dns = f"""```sh
+{p}CONTROLLER_DNS=$(cd "$ASSETS" && kube-aws status |
+  sed -n 's/^Controller DNS Names*:[[:space:]]*//p' | cut -d, -f1)
+dig +short "$CONTROLLER_DNS"
+```
+
+Point `{c.external_dns_name}` at one of those addresses (an A record, or a line in `/etc/hosts`),
+then check that `kubectl get nodes` lists {c.worker_count} Ready workers."""
+    group_name, policies = names.iam_group, rb.SEED_MANAGED_POLICIES
+    return f"""
 ## 4. The inline policy: the cluster's stacks and this KMS key only
 
 ```sh
@@ -569,7 +664,7 @@ the rebuilt RUNBOOK.md:
     --region={q(c.region)} \\
     --availability-zone={q(c.availability_zone)} \\
     --key-name={key} \\
-    --kms-key-arn={q(c.kms_key_arn)}{init_dns}
+    --kms-key-arn={q(kms_key_arn)}{init_dns}
   cp "$OUT/aws/cluster.yaml" cluster.yaml
   [ -d credentials ] || kube-aws render credentials --generate-ca
   kube-aws render stack
@@ -651,8 +746,8 @@ PROFILE = Profile(
            kube_version(target, "; cluster.kubeAwsVersion chooses the release"),
            launcher_release(target),
            release_fields(target, JOBS), resource_limits(JOBS), job_names, split_count,
-           zone_in_region, kms_key_arn, efs_region, storage_request, kube_aws_network,
-           record_set, iam_role_name, aws_name_limits, s3_bucket_name, training_image_tag,
-           dataset_image_tag, system_namespace),
+           zone_in_region, pending_values, kms_key_arn, efs_region, storage_request,
+           kube_aws_network, record_set, iam_role_name, aws_name_limits, s3_bucket_name,
+           training_image_tag, dataset_image_tag, system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain)

@@ -51,6 +51,7 @@ from paddlegen.compiler.rules import (
     zone_in_region,
 )
 from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.profiles.aws import cost
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import ClusterTraining, SpecBase, SpecModel, text
 
@@ -172,6 +173,26 @@ SSH_KEY = "$HOME/.ssh/kube_aws_rsa"
 SSH_USER = "admin"
 
 
+def before_you_start(c: KubeUpCluster) -> str:
+    """What it costs, how long it takes and what it needs, before any block runs."""
+    region, count = str(c.region), c.worker_count or 0
+    costs = [cost.instances(region, c.controller_instance_type, 1, " (master)"),
+             cost.instances(region, c.worker_instance_type, count, " (nodes)")]
+    quota = {c.controller_instance_type: 1}
+    quota[c.worker_instance_type] = quota.get(c.worker_instance_type, 0) + count
+    needs = ["a Linux x86_64 machine with bash, curl, tar and ssh",
+             "the AWS CLI v2 on PATH",
+             "an IAM user with access keys, and an administrator's AWS CLI profile in "
+             "`$ADMIN_PROFILE` for the two IAM blocks",
+             cost.vcpu_quota(region, quota),
+             "a shell in the directory of this file (`cd out/`): the blocks read `$PWD`"]
+    return cost.before_you_start(
+        region, costs, "Data transfer, the master's and nodes' EBS volumes and storage",
+        "It takes about 10 minutes for kube-up.sh to make the cluster, a few minutes for the "
+        "file system's stack, and about as long again to tear it all down, which removes what "
+        "this runbook made.", needs)
+
+
 def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
     meta, c, training = plan.meta, plan.cluster, plan.training
     host_job_dir = f"{plan.host_path}/{training.name}"
@@ -189,7 +210,7 @@ def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
     group_name, policies = f"{c.name}-kube-up", MANAGED_POLICIES
     bucket = (f"aws s3 rm s3://{q(bucket_of(c.s3_uri))}/devel --recursive\n" if c.s3_uri else "")
     unpack = f"sudo mkdir -p {host_job_dir} && sudo tar -C {host_job_dir} -xzf -"
-    return rb.header(meta, "kube-up") + f"""
+    return rb.header(meta, "kube-up") + before_you_start(c) + f"""
 ## 0. Tools: the AWS CLI, and Kubernetes v{RELEASE}
 
 Its `cluster/kube-up.sh` is one of the last with the AWS provider, and its kubectl matches the

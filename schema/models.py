@@ -70,14 +70,16 @@ class EfsSettings(SpecModel):
     """The EFS file system that holds data, configs and output."""
 
     dns_name: Annotated[
-        str, text(p.EFS_DNS_NAME, "fs-<id>.efs.<region>.amazonaws.com of the file system.")
-    ]
+        str | None, text(p.EFS_DNS_NAME, (
+            "fs-<id>.efs.<region>.amazonaws.com of the file system. Leave it out of the first "
+            "build: the runbook makes the file system and prints it."))
+    ] = None
 
 
 class EfsStorage(SpecModel):
     """EFS as a PersistentVolume, bound to one claim that the Jobs mount."""
 
-    efs: EfsSettings = Field(description="The EFS file system.")
+    efs: EfsSettings = Field(default_factory=EfsSettings, description="The EFS file system.")
     claim_name: Annotated[
         str, text(p.DNS_LABEL, "Name of the PersistentVolumeClaim; its volume is "
                   "<namespace>-<claimName>.")

@@ -268,10 +268,12 @@ def test_no_warning_stands_next_to_an_error_about_the_same_field() -> None:
 def test_the_runbook_says_what_the_cluster_costs_and_what_it_needs_first() -> None:
     runbook = (INDEXED / "out" / "RUNBOOK.md").read_text()
     before = runbook[runbook.index("## Before you start"):runbook.index("## 0. Tools")]
-    # 2 g5.xlarge at us-east-1's on-demand $1.006 an hour, and the control plane's $0.10
-    assert "| 2 x g5.xlarge, on demand | $2.012 |" in before
+    # 2 g5.xlarge at $1.006 an hour (the table has us-east-1's alone for g5), the control
+    # plane's $0.10 and the NAT gateway's $0.045 (us-east-2's alone)
+    assert "| 2 x g5.xlarge, on demand | $2.012 (us-east-1's price) |" in before
     assert "| EKS control plane (1.34, standard support) | $0.10 |" in before
-    assert "| total | $2.112, and what the table lacks |" in before  # the NAT gateway's price
+    assert "| one NAT gateway | $0.045 (us-east-2's price) |" in before
+    assert "| total | $2.157 |" in before
     assert 'EC2 quota for 8 vCPUs of "Running On-Demand G and VT instances"' in before
     assert "docker" in before and "git" not in before  # an indexed run needs no operator
     kubeflow = (KUBEFLOW / "out" / "RUNBOOK.md").read_text()

@@ -354,3 +354,25 @@ def test_a_command_is_pasted_as_it_is_printed() -> None:
         "paddlegen build 'it'\"'\"'s.yaml' -o '$(rm -rf ~)'"
     assert build_command(Path("-"), Path("out"), None) == "paddlegen build - -o out"
     assert "\n" not in build_command(Path("a\nb.yaml"), Path("out\x1b[2J"), None)
+
+
+# --- values the runbook makes ---------------------------------------------------------------
+
+@pytest.mark.parametrize("golden", ["kube-aws", "kube-aws-v0.9.9"])
+def test_a_kube_aws_spec_builds_before_the_runbook_has_made_its_key_and_file_system(
+        golden: str) -> None:
+    full = (GOLDEN / golden / "spec.yaml").read_text()
+    lines = [line for line in full.splitlines(keepends=True)
+             if not line.lstrip().startswith(("kmsKeyArn:", "dnsName:", "efs:"))]
+    first = build("".join(lines).encode(), "spec.yaml")
+    assert [(w.path, w.rule, w.severity) for w in first.warnings] == [
+        ("cluster.kmsKeyArn", "pending", "warning"), ("storage.efs.dnsName", "pending", "warning")]
+    assert [a.path for a in first.artifacts] == [
+        ".paddlegen-manifest", "RUNBOOK.md", "aws/efs.cfn.yaml", "kustomization.yaml"]
+    runbook = next(a.text for a in first.artifacts if a.path == "RUNBOOK.md")
+    steps = [line for line in runbook.splitlines() if line.startswith("## ")]
+    assert [step.split(".")[0] for step in steps] == [
+        "## Before you start", "## 0", "## 1", "## 2", "## 3"]
+    assert 'echo "cluster.kmsKeyArn: $KMS_KEY_ARN"' in runbook  # printed, not compared
+    assert "(`cluster.kmsKeyArn` and `storage.efs.dnsName`)" in runbook
+    assert not build(full.encode(), "spec.yaml").warnings

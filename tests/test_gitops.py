@@ -176,7 +176,11 @@ def test_init_prints_a_starter_whose_only_problems_are_its_placeholders(
     lines = checked.stderr.splitlines()
     if placeholders:
         assert checked.returncode == 2
-        assert len(lines) == placeholders and all("[placeholder]" in line for line in lines)
+        # and, in --strict, what the runbook makes before the spec can hold it
+        pending = [line for line in lines if line.endswith("[pending]")]
+        assert len(pending) == (2 if profile == "kube-aws" else 0)
+        assert len(lines) - len(pending) == placeholders
+        assert all("[placeholder]" in line for line in lines if line not in pending)
         return
     assert checked.returncode == 0, checked.stderr  # nothing only the user knows
     assert run_cli("build", spec, "-o", tmp_path / "out").returncode == 0
