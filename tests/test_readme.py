@@ -76,8 +76,8 @@ def test_the_first_ten_minutes(tmp_path: Path) -> None:
     assert valid.returncode == 0, valid.stderr
     *pending, summary = valid.stderr.splitlines()
     assert summary == "paddlegen: 1 spec valid"
-    assert [re.search(r"warning: (\S+): not set yet: RUNBOOK.md step 2 makes", line)[1]
-            for line in pending] == ["storage.efs.dnsName", "cluster.kmsKeyArn"]
+    assert [re.findall(r"warning: (\S+): not set yet: RUNBOOK.md step 2 makes", line)
+            for line in pending] == [["storage.efs.dnsName"], ["cluster.kmsKeyArn"]]
     assert run_cli("build", spec, "-o", tmp_path / "out").returncode == 0
     first = tree(tmp_path / "out")  # the runbook's steps 0 to 3 make the two values
     assert sorted(first) == [".paddlegen-manifest", "RUNBOOK.md", "aws/efs.cfn.yaml",
