@@ -1,17 +1,28 @@
-"""Benchmarks: each target of the performance issue, measured against its baseline in one run.
+"""Benchmarks: each performance target, measured against its baseline in one run.
 
-Run:  .venv/bin/python benchmarks/bench.py [--pairs N] [--specs N] [--trees N]
+Run:  .venv/bin/python benchmarks/bench.py [--pairs N] [--specs N] [--trees N] [--huge N]
 
-Cold commands are measured in CPU time (user + system of the child), each paired with its
-baseline and run alternately in the same loop, so that a noisy machine slows both alike; a row
-shows the median of the per-pair ratios with their minimum and maximum. Warm rows build or
-validate distinct generated specs in one process. Nothing here is a test: no number is asserted.
+Everything runs as a user's install runs it: the console scripts the install put beside this
+Python (`paddlegen`, `kubernetes-validate`), through the install's own import hooks (the README's
+editable install has one), with bytecode compiled, as pip compiles an installed package's modules
+(this run compiles paddlegen's first, and lets a stale file be written again).
+
+Cold commands are measured in CPU time: user + system of the whole process and every process it
+waited for, each paired with its baseline and run alternately in the same loop, so that a noisy
+machine slows both alike; a row shows the median of the per-pair ratios with their minimum and
+maximum. Warm rows build or validate distinct generated specs in one process. `check` is timed
+on one core and on two (pinned with taskset), alternately; the serial part is what its parent
+process spends itself (its own CPU, read as it ends), against the one-core wall time. Nothing
+here is a test: no number is asserted; every row prints its target and whether it is met.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -29,13 +40,16 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "golden"
 BIN = Path(sys.executable).parent
 PYTHON = [sys.executable]
-PADDLEGEN = [sys.executable, "-m", "paddlegen.compiler"]
-# Seed 003's objects on kube-aws v0.9.9 (8 objects), checked by kubernetes-validate at a
-# release it bundles.
-STREAM_GOLDEN = "kube-aws-v0.9.9"
-KUBERNETES_VALIDATE = [str(BIN / "kubernetes-validate"), "--strict", "-k", "1.35.0"]
-# What every paddlegen process imports before doing any work of its own.
-IMPORT_FLOOR = "import typer, pydantic.main, _ruamel_yaml"
+PADDLEGEN = [str(BIN / "paddlegen")]  # the console script, as a user runs it
+# The README's example: today's path (PaddlePaddle 3 on EKS, an Indexed Job), and its objects,
+# checked by kubernetes-validate as a user would run it (its default release, strict).
+STREAM_GOLDEN = "eks-paddle"
+KUBERNETES_VALIDATE = [str(BIN / "kubernetes-validate"), "--strict"]
+# What every paddlegen process imports before doing any work of its own (typer imports
+# pydantic; a spec is read with ruamel.yaml's libyaml parser).
+IMPORT_FLOOR = "import typer, pydantic.main, ruamel.yaml"
+PACKAGES = ("paddlegen.compiler", "paddlegen.schema", "paddlegen.profiles")
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass(frozen=True)
@@ -47,9 +61,18 @@ class Row:
 
 
 def environment() -> dict[str, str]:
-    # Bytecode as an installed package has it: written once, then read.
+    # Bytecode as an installed package has it: written once (a stale file too), then read.
     return {key: value for key, value in os.environ.items()
             if key != "PYTHONDONTWRITEBYTECODE"}
+
+
+def compile_bytecode() -> None:
+    """paddlegen's modules compiled, as pip compiles an installed package's: an editable
+    install writes each on first use (unless PYTHONDONTWRITEBYTECODE is set), a wheel's install
+    at once."""
+    for name in PACKAGES:
+        for directory in importlib.import_module(name).__path__:
+            compileall.compile_dir(directory, quiet=1)
 
 
 def cpu_run(command: Sequence[str], cwd: Path | None = None) -> tuple[float, int, bytes]:
@@ -126,8 +149,8 @@ def written(directory: Path, specs: list[bytes], name: str = "spec.yaml") -> lis
 
 def cold_build(scratch: Path, pairs: int) -> Row:
     golden = (GOLDEN / STREAM_GOLDEN / "spec.yaml").read_text()
-    specs = [golden.replace("  name: paddle-cluster-job\n", f"  name: paddle-job-{i}\n")
-             .encode() for i in range(pairs)]
+    specs = [golden.replace("  name: linear\n", f"  name: linear-{i}\n").encode()
+             for i in range(pairs)]
     paths = written(scratch / "cold-build", specs)
     streams = []
     for path in paths:
@@ -138,21 +161,21 @@ def cold_build(scratch: Path, pairs: int) -> Row:
         (partial(measured, "build -o -", [*PADDLEGEN, "build", str(path), "-o", "-"]),
          partial(measured, "kubernetes-validate", [*KUBERNETES_VALIDATE, str(stream)]))
         for path, stream in zip(paths, streams, strict=True)])
-    return Row("cold `build -o -`, CPU, / kubernetes-validate --strict on its output",
-               spread(ratios, "x"), "<= 1.0x", statistics.median(ratios) <= 1.0)
+    return Row(f"cold `build -o -` ({STREAM_GOLDEN}), CPU, / kubernetes-validate --strict "
+               "on its output", spread(ratios, "x"), "<= 1.2x", statistics.median(ratios) <= 1.2)
 
 
 def cold_validate(scratch: Path, pairs: int) -> tuple[Row, Row]:
     paths = written(scratch / "cold-validate", distinct_specs(pairs))
-    python = partial(measured, "python -c pass", [*PYTHON, "-c", "pass"])
-    ratios = paired([(partial(measured, "validate", [*PADDLEGEN, "validate", str(path)]), python)
+    floor = partial(measured, "imports", [*PYTHON, "-c", IMPORT_FLOOR])
+    ratios = paired([(partial(measured, "validate", [*PADDLEGEN, "validate", str(path)]), floor)
                      for path in paths])
-    floor = paired([(partial(measured, "imports", [*PYTHON, "-c", IMPORT_FLOOR]), python)
-                    for _ in range(pairs)])
-    return (Row("cold `validate`, CPU, / python -c pass", spread(ratios, "x"), "<= 4x",
-                statistics.median(ratios) <= 4),
+    python = partial(measured, "python -c pass", [*PYTHON, "-c", "pass"])
+    floors = paired([(floor, python) for _ in range(pairs)])
+    return (Row(f'cold `validate`, CPU, / python -c "{IMPORT_FLOOR}"', spread(ratios, "x"),
+                "<= 2.0x", statistics.median(ratios) <= 2.0),
             Row("  floor: python importing typer, pydantic, ruamel / python -c pass",
-                spread(floor, "x"), "", None))
+                spread(floors, "x"), "", None))
 
 
 def warm(work: Callable[[bytes, str], Any], specs: list[bytes], rounds: int) -> list[float]:
@@ -181,35 +204,156 @@ def warm_rows(count: int) -> tuple[Row, Row]:
                 ">= 1,000/s", statistics.median(validates) >= 1000))
 
 
-def check_trees(scratch: Path, count: int, runs: int) -> Row:
+def trees(root: Path, specs: list[bytes]) -> list[Path]:
+    """Each spec in its own directory with the tree it builds in out/ beside it (written as
+    `build` writes it, without syncing each file)."""
     from paddlegen.compiler.build import build
-    from paddlegen.compiler.writer import write_tree
 
+    paths = written(root, specs)
+    for path, raw in zip(paths, specs, strict=True):
+        for artifact in build(raw, str(path)).artifacts:
+            file = path.parent / "out" / artifact.path
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_bytes(artifact.text.encode("utf-8"))
+    return paths
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float  # seconds
+    own_cpu: float  # seconds of CPU the process spent itself (not its children)
+    total_cpu: float  # the process and its children
+
+
+def timed_check(root: Path, cores: list[int]) -> Run:
+    """`paddlegen check` in root, pinned to `cores`; its own CPU read from /proc as it ends,
+    before it is reaped (its workers' CPU is its children's by then)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(["taskset", "-c", ",".join(map(str, cores)), *PADDLEGEN, "check"],
+                             cwd=root, env=environment(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    stderr = child.stderr.read()  # until it ends (taskset execs: the child is paddlegen)
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    wall = time.perf_counter() - start
+    stat = Path(f"/proc/{child.pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    _, status, usage = os.wait4(child.pid, 0)
+    child.stderr.close()
+    if status != 0:
+        sys.exit(f"benchmark stopped: check exited with {os.waitstatus_to_exitcode(status)}\n"
+                 f"{stderr.decode(errors='replace')[-2000:]}")
+    return Run(wall, own, usage.ru_utime + usage.ru_stime)
+
+
+def check_rows(scratch: Path, count: int, runs: int) -> list[Row]:
     root = scratch / "check"
-    specs = distinct_specs(count)
-    for path, raw in zip(written(root, specs), specs, strict=True):
-        write_tree(path.parent / "out", build(raw, str(path)).artifacts, force=False)
+    trees(root, distinct_specs(count))
     cores = sorted(os.sched_getaffinity(0))
-    one: list[float] = []
-    every: list[float] = []
-    for _ in range(runs):
-        for sample, pin in ((one, cores[:1]), (every, cores)):
-            start = time.perf_counter()
-            child = subprocess.run(["taskset", "-c", ",".join(map(str, pin)), *PADDLEGEN,
-                                    "check"], cwd=root, env=environment(), check=False,
-                                   capture_output=True)
-            sample.append(time.perf_counter() - start)
-            assert child.returncode == 0, child.stderr
+    settings = [("1 core", cores[:1]), ("2 cores", cores[:2])]
+    if len(cores) > 2:
+        settings.append((f"{len(cores)} cores", cores))
+    samples: dict[str, list[Run]] = {label: [] for label, _ in settings}
+    for index in range(runs):  # alternately, first one then the other
+        for label, pinned in settings if index % 2 == 0 else settings[::-1]:
+            samples[label].append(timed_check(root, pinned))
     PEAK_RSS["check"] = max(PEAK_RSS.get("check", 0), cpu_run([*PADDLEGEN, "check"], root)[1])
-    return Row(f"`check` of {count} spec+out pairs, wall, {len(cores)} cores (1 core)",
-               f"{statistics.median(every):.2f} s ({statistics.median(one):.2f} s)",
-               "<= 1.5 s, faster with more cores",
-               statistics.median(every) <= 1.5 and statistics.median(every) <
-               statistics.median(one))
+    wall = {label: statistics.median(run.wall for run in runs) for label, runs in
+            samples.items()}
+    one = wall["1 core"]
+    rows = [Row(f"`check` of {count:,} spec+out pairs, wall, 1 core", f"{one:.2f} s", "", None)]
+    for label in list(wall)[1:]:
+        speedup = one / wall[label]
+        rows.append(Row(f"  {label}: wall (speed-up over 1 core)",
+                        f"{wall[label]:.2f} s ({speedup:.2f}x)",
+                        ">= 1.7x" if label == "2 cores" else "", speedup >= 1.7
+                        if label == "2 cores" else None))
+    serial = statistics.median(run.own_cpu for run in samples["2 cores"])
+    rows.append(Row("  serial: the parent's own CPU on 2 cores / 1-core wall",
+                    f"{serial / one:.1%} ({serial:.2f} s)", "<= 10%", serial / one <= 0.10))
+    return rows
+
+
+def huge_specs() -> tuple[bytes, list[bytes]]:
+    """Specs within a few kilobytes of the loader's input limit: a valid one whose trainers take
+    a megabyte of arguments, and invalid ones of a megabyte value each, as
+    tests/test_hostile_values.py makes them (an image, an unknown key, a tag)."""
+    from paddlegen.compiler.loader import MAX_BYTES
+
+    golden = (GOLDEN / STREAM_GOLDEN / "spec.yaml").read_text()
+    room = MAX_BYTES - len(golden) - 4096
+    # as many of the longest arguments as the limit leaves room for (each at most 4,096
+    # characters, at most 256 of them)
+    arguments = ", ".join(f'"--arg{index:03d}={"x" * (4096 - 9)}"'
+                          for index in range(min(256, room // 4100)))
+    valid = re.sub(r"(?m)^  args: .*$", f"  args: [{arguments}]", golden)
+    value = "a-" * (room // 2)
+    invalid = [re.sub(r"(?m)^  image: .*$", f'  image: "{value}!"', golden),
+               golden.replace("\nprofile: eks\n", f'\nprofile: eks\n"{value}k": 1\n'),
+               golden.replace("\nprofile: eks\n", f"\nprofile: eks\nextra: !{'t' * room} x\n")]
+    for text in (valid, *invalid):
+        assert MAX_BYTES - 8192 < len(text.encode()) <= MAX_BYTES, len(text)
+    return valid.encode(), [text.encode() for text in invalid]
+
+
+def tree_rss(root: int) -> tuple[int, int]:
+    """The resident memory of a process and all its descendants, in bytes, and how many."""
+    parents, resident = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+            statm = Path(f"/proc/{name}/statm").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        parents[int(name)] = int(stat[stat.rindex(b")") + 2:].split()[1])
+        resident[int(name)] = int(statm.split()[1]) * PAGE
+    tree, grown = {root}, True
+    while grown:
+        found = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= found
+        grown = bool(found)
+    return sum(resident.get(pid, 0) for pid in tree), len(tree)
+
+
+def memory_row(scratch: Path, count: int) -> Row:
+    """`check` over `count` specs near the input limit, each with an out/ beside it: in turn
+    the valid one with its tree (every other tree drifted, a megabyte line changed), then an
+    invalid one (its out/ is never read)."""
+    root = scratch / "huge"
+    valid, invalid = huge_specs()
+    built = trees(scratch / "huge-template", [valid])[0].parent
+    for index in range(count):
+        directory = root / f"s{index:04d}"
+        if index % 2 == 0:
+            shutil.copytree(built, directory)
+        else:
+            shutil.copytree(built / "out", directory / "out")
+            (directory / "spec.yaml").write_bytes(invalid[index // 2 % len(invalid)])
+        if index % 4 == 0:
+            job = next((directory / "out" / "k8s").glob("*-job-linear.yaml"))
+            job.write_text(job.read_text().replace("=xxxx", "=yyyy"))
+    cores = sorted(os.sched_getaffinity(0))[:2]
+    child = subprocess.Popen(["taskset", "-c", ",".join(map(str, cores)), *PADDLEGEN, "check"],
+                             cwd=root, env=environment(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    peak, processes = 0, 0
+    while child.poll() is None:
+        total, members = tree_rss(child.pid)
+        if total > peak:
+            peak, processes = total, members
+        time.sleep(0.01)
+    if child.returncode != 2:  # invalid specs among them
+        sys.exit(f"benchmark stopped: check of the huge specs exited with {child.returncode}")
+    return Row(f"`check` of {count} specs near the 1 MiB input limit, peak RSS of the process "
+               f"tree, {len(cores)} cores", f"{peak / 2**20:.0f} MB ({processes} processes)",
+               "<= 400 MB", peak / 2**20 <= 400)
 
 
 def explain_size(scratch: Path) -> Row:
-    golden = (GOLDEN / STREAM_GOLDEN / "spec.yaml").read_text()
+    golden = (GOLDEN / "kube-aws-v0.9.9" / "spec.yaml").read_text()
     sizes = {}
     for nodes in (10, 100, 1000):
         path = scratch / f"explain-{nodes}.yaml"
@@ -237,25 +381,30 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=15, help="pairs per cold row")
     parser.add_argument("--specs", type=int, default=300, help="distinct specs per warm round")
-    parser.add_argument("--trees", type=int, default=200, help="spec+out pairs for check")
+    parser.add_argument("--trees", type=int, default=2000, help="spec+out pairs for check")
+    parser.add_argument("--runs", type=int, default=3, help="check runs per core count")
+    parser.add_argument("--huge", type=int, default=64, help="huge specs for check's memory")
     args = parser.parse_args()
-    if shutil.which("taskset") is None:
-        sys.exit("benchmarks need taskset (util-linux) to pin `check` to one core")
+    if shutil.which("taskset") is None or not Path("/proc/self/stat").exists():
+        sys.exit("benchmarks need Linux's /proc and taskset (util-linux) to pin `check`")
+    compile_bytecode()
     with tempfile.TemporaryDirectory() as directory:
         scratch = Path(directory)
-        cpu_run([*PADDLEGEN, "validate", str(GOLDEN / "local" / "spec.yaml")])  # bytecode
         rows = [cold_build(scratch, args.pairs), *cold_validate(scratch, args.pairs),
-                *warm_rows(args.specs), check_trees(scratch, args.trees, 3),
-                explain_size(scratch)]
+                *warm_rows(args.specs), *check_rows(scratch, args.trees, args.runs),
+                memory_row(scratch, args.huge), explain_size(scratch)]
         other_commands(scratch)
     label, peak = max(PEAK_RSS.items(), key=lambda item: item[1])
     rows.append(Row("peak RSS of any command", f"{peak / 1024:.0f} MB ({label})", "<= 60 MB",
                     peak / 1024 <= 60))
     width = max(len(row.what) for row in rows)
-    print(f"{'what':<{width}}  {'now: median (min-max)':<28}  {'target':<34}  met")
+    header = "now: median (min-max)"
+    now = max(len(header), *(len(row.now) for row in rows))
+    target = max(len(row.target) for row in rows)
+    print(f"{'what':<{width}}  {header:<{now}}  {'target':<{target}}  met")
     for row in rows:
         met = "" if row.met is None else ("yes" if row.met else "NO")
-        print(f"{row.what:<{width}}  {row.now:<28}  {row.target:<34}  {met}".rstrip())
+        print(f"{row.what:<{width}}  {row.now:<{now}}  {row.target:<{target}}  {met}".rstrip())
 
 
 if __name__ == "__main__":

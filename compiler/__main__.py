@@ -10,12 +10,13 @@ import contextlib
 import os
 import signal
 from types import FrameType
+from typing import NoReturn
 
 EXIT_INTERRUPTED = 130
 MAIN_PID = os.getpid()  # a forked worker shares the handler until it sets its own
 
 
-def exit_interrupted(signum: int, frame: FrameType | None) -> None:
+def exit_interrupted(signum: int, frame: FrameType | None) -> NoReturn:
     """Ctrl-C: one line, exit 130, at once. An exception raised here would surface wherever the
     signal lands, even inside a library that wraps it (pydantic-core makes it a SchemaError);
     leaving at once is safe, since the writer survives a crash at any point (its journal)."""

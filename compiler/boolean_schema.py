@@ -19,15 +19,15 @@ from typing import Any
 Check = Callable[[Any], bool]  # instance -> valid
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-# Draft-07 (eksctl's schema): the same keywords, but a $ref's siblings are ignored.
+# Draft-07 (cluster tools' published schemas): the same keywords, but a $ref's siblings are ignored.
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFTS = (DRAFT_2020_12, DRAFT_07)
 # Keywords that never change validity here: Draft 2020-12 annotations, and format, which only
 # asserts when a format checker is given (paddlegen gives none). x-* keywords are annotations too.
 ANNOTATIONS = frozenset({"description", "title", "format", "default", "examples", "$comment",
                          "deprecated", "readOnly", "writeOnly",
-                         "preferredOrder"})  # eksctl's, for its docs: no draft asserts it
-# Where refs may point: a name in one of these members of the root, and nowhere else.
+                         "preferredOrder"})  # a tool's, for its docs: no draft asserts it
+# Where a $ref may point: a name in one of these members of the root, and nowhere else.
 DEFINITIONS = ("$defs", "definitions")
 LOCAL_REF = re.compile(r"#/(\$defs|definitions)/([^/~%]+)")  # no pointer escapes to decode
 
@@ -160,8 +160,8 @@ def _members_problems(members: Iterable[tuple[Any, Any]], document: dict[str, An
 
 
 def unsupported(document: Any) -> list[str]:
-    """Why `boolean_validator` cannot decide `document` (a schema whose refs point into its own
-    definitions): nothing when it can."""
+    """Why `boolean_validator` cannot decide `document` (a schema whose $ref values point into its
+    own definitions): nothing when it can."""
     if not isinstance(document, dict):
         return [f"#{problem}" for problem in _problems(document, {})]
     found: list[str] = []
@@ -187,7 +187,7 @@ def _ref_alone(document: Any) -> bool:
 @dataclass(frozen=True)
 class _Document:
     schema: dict[str, Any]
-    refs: dict[str, Check] = field(default_factory=dict)  # compiled so far, by $ref
+    compiled: dict[str, Check] = field(default_factory=dict)  # so far, by $ref
 
     @property
     def ref_alone(self) -> bool:
@@ -291,7 +291,7 @@ def _items_check(item: Check, typed: Check) -> Check:
 def _ref_check(ref: str, document: _Document) -> Check:
     """The check of a root definition, compiled on first use: a kind reaches many definitions
     that an object never uses, and definitions may refer to themselves."""
-    known = document.refs.get(ref)
+    known = document.compiled.get(ref)
     if known is not None:
         return known
     compiled: list[Check] = []
@@ -303,7 +303,7 @@ def _ref_check(ref: str, document: _Document) -> Check:
             member, name = target
             compiled.append(_compile(document.schema[member][name], document))
         return compiled[0](instance)
-    document.refs[ref] = check
+    document.compiled[ref] = check
     return check
 
 
@@ -350,8 +350,8 @@ def _pattern_check(pattern: str) -> Check:
 
 
 def boolean_validator(document: Any) -> Check | None:
-    """A function telling whether an instance is valid against `document` (a schema whose refs
-    point into its own definitions), exactly as jsonschema's Draft202012Validator would (its
+    """A function telling whether an instance is valid against `document` (a schema whose $ref
+    values point into its own definitions), exactly as jsonschema's Draft202012Validator would (its
     Draft7Validator, for a draft-07 schema); None when the schema uses something it does not
     implement (see `unsupported`)."""
     if unsupported(document):

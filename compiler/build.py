@@ -21,7 +21,7 @@ from paddlegen.compiler.artifact import (
     option_line,
 )
 from paddlegen.compiler.loader import load_text
-from paddlegen.compiler.problems import SCHEMA_RULE, Position, Problem, dotted
+from paddlegen.compiler.problems import SCHEMA_RULE, FieldPath, Position, Problem, dotted
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import to_yaml, yaml_stream
 from paddlegen.compiler.spec import load_spec
@@ -117,7 +117,7 @@ def check_manifests(manifests: tuple[Manifest, ...], schema: str) -> None:
                              for m, (path, message) in found])
 
 
-def violation_problem(manifest: Manifest, path: tuple[str | int, ...], message: str) -> Problem:
+def violation_problem(manifest: Manifest, path: FieldPath, message: str) -> Problem:
     """A violation positioned in the generated file (parsed again only on this failure path)."""
     position = load_text(manifest.text.encode(), manifest.path).position(path)
     kind = f"{manifest.obj['kind']}/{manifest.obj['metadata']['name']}"

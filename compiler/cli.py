@@ -16,6 +16,7 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -25,7 +26,6 @@ from paddlegen.compiler.artifact import MANIFEST
 from paddlegen.compiler.problems import Position, Problem, SpecError, printable, quoted
 
 if TYPE_CHECKING:
-    from paddlegen.compiler.batch import Outcome
     from paddlegen.compiler.build import Build
     from paddlegen.compiler.writer import Changes, WriteError
 
@@ -254,12 +254,15 @@ StrictOption = Annotated[bool, typer.Option(
     "--strict", help="Treat warnings (such as an image without a version tag) as errors.")]
 
 
-def compiled(spec: Path, strict: bool, kube_version: str | None) -> Build | None:
-    """The build of one spec, or None after reporting why there is none; warnings to stderr."""
-    from paddlegen.compiler.build import ManifestError, build
+def compiled(spec: Path, strict: bool, kube_version: str | None,
+             artifacts: bool = True) -> Build | None:
+    """The build of one spec, or None after reporting why there is none; warnings to stderr.
+    Without `artifacts`, the objects alone (no file texts: no runbook, no template engine)."""
+    from paddlegen.compiler.build import ManifestError, build, checked
 
     try:
-        result = build(read_spec(spec), str(spec), kube_version, strict)
+        result = (build if artifacts else checked)(read_spec(spec), str(spec), kube_version,
+                                                   strict)
     except SpecError as error:
         report(list(error.problems), Format.text)
         return None
@@ -271,9 +274,13 @@ def compiled(spec: Path, strict: bool, kube_version: str | None) -> Build | None
 
 
 def report_bug(spec: Path, problems: tuple[Problem, ...]) -> None:
-    say(f"paddlegen: {spec}: the generated objects fail validation "
-        "(a bug of paddlegen; please report it):")
+    say(bug_line(spec))
     report(list(problems), Format.text)
+
+
+def bug_line(spec: Path) -> str:
+    return (f"paddlegen: {spec}: the generated objects fail validation "
+            "(a bug of paddlegen; please report it):")
 
 
 @app.command(cls=Command)
@@ -287,7 +294,7 @@ def build(
 ) -> None:
     """Compile SPEC into the output tree (or, with -o -, the manifests as one YAML stream).
 
-    Example: paddlegen build golden/kube-aws/spec.yaml -o out/
+    Example: paddlegen build golden/eks/spec.yaml -o out/
     """
     if not output:
         raise fail("-o needs a directory, or - for stdout")
@@ -301,7 +308,7 @@ def build(
             kube_version = kube_version_for(out_dir, kube_version)
         except WriteError as error:
             raise fail(tree_problem(error, spec, out_dir)) from None
-    result = compiled(spec, strict, kube_version)
+    result = compiled(spec, strict, kube_version, artifacts=output != "-")
     if result is None:
         raise typer.Exit(EXIT_INVALID)
     if output == "-":
@@ -389,24 +396,6 @@ def kube_version_for(out_dir: Path, given: str | None) -> str | None:
     return recorded
 
 
-def outcomes_by_release(specs: list[tuple[Path, bytes, str | None]],
-                        strict: bool) -> Iterator[Outcome]:
-    """Each spec's outcome in the order given, each built for its release (None: its own)."""
-    from paddlegen.compiler.batch import outcomes
-
-    releases = {release for _, _, release in specs}
-    if len(releases) <= 1:  # one batch, whose outcomes come as they are built
-        yield from outcomes([(str(spec), raw) for spec, raw, _ in specs],
-                            next(iter(releases), None), strict)
-        return
-    results: dict[int, Outcome] = {}
-    for release in sorted(releases, key=str):
-        indices = [index for index, (*_, wanted) in enumerate(specs) if wanted == release]
-        results.update(zip(indices, outcomes([(str(specs[i][0]), specs[i][1]) for i in indices],
-                                             release, strict), strict=True))
-    yield from (results[index] for index in range(len(specs)))
-
-
 SpecsArgument = Annotated[list[Path], typer.Argument(metavar="SPEC", help="Spec files.",
                                                     show_default=False)]
 OnlySpecsOption = Annotated[bool, typer.Option(
@@ -425,16 +414,24 @@ def readable(specs: list[Path], only_specs: bool) -> tuple[list[tuple[Path, byte
     problems: list[Problem] = []
     owners: dict[Path, bool] = {}
     for spec in specs:
-        if only_specs and in_output_tree(spec, owners):
-            continue
-        try:
-            raw = read_spec(spec)
-        except SpecError as error:
-            problems.extend(error.problems)
-            continue
-        if is_spec(raw) or not only_specs:
+        raw, unread = taken(spec, only_specs, owners)
+        problems.extend(unread)
+        if raw is not None:
             found.append((spec, raw))
     return found, problems
+
+
+def taken(spec: Path, only_specs: bool,
+          owners: dict[Path, bool]) -> tuple[bytes | None, tuple[Problem, ...]]:
+    """The file's bytes if it is taken (with only_specs: a spec outside any output tree), else
+    None, with the problem of a file that cannot be read."""
+    if only_specs and in_output_tree(spec, owners):
+        return None, ()
+    try:
+        raw = read_spec(spec)
+    except SpecError as error:
+        return None, error.problems
+    return (raw if not only_specs or is_spec(raw) else None), ()
 
 
 def in_output_tree(path: Path, owners: dict[Path, bool]) -> bool:
@@ -453,10 +450,11 @@ def in_output_tree(path: Path, owners: dict[Path, bool]) -> bool:
     return False
 
 
-def discover_specs(root: Path) -> tuple[list[tuple[Path, bytes]], list[Problem]]:
-    """Specs under root that keep their tree in an out/ beside them (for `check` alone), and
-    a problem for each directory or YAML file beside an out/ that cannot be read. A directory
-    with a .paddlegen-manifest is an output tree: nothing in it or below it is looked at."""
+def discover_specs(root: Path) -> tuple[list[Path], list[Problem]]:
+    """The YAML files under root with an out/ beside them, which may be specs that keep their
+    tree there (for `check` alone: `taken` reads them), and a problem for each directory that
+    cannot be read. A directory with a .paddlegen-manifest is an output tree: nothing in it or
+    below it is looked at."""
     skip = {"out", "node_modules", "__pycache__"}
     problems: list[Problem] = []
 
@@ -469,13 +467,14 @@ def discover_specs(root: Path) -> tuple[list[tuple[Path, bytes]], list[Problem]]
         if MANIFEST in files or MANIFEST in subdirectories:
             subdirectories[:] = []
             continue
+        # out/ as the listing has it, whatever it is (a symlink too: check refuses it)
+        beside_out = "out" in subdirectories or "out" in files
         subdirectories[:] = sorted(d for d in subdirectories
                                    if not d.startswith(".") and d not in skip)
-        if os.path.lexists(Path(directory) / "out"):  # a symlink too: check refuses it
-            candidates += [Path(directory) / name for name in sorted(files)
+        if beside_out:
+            candidates += [Path(directory, name) for name in sorted(files)
                            if name.endswith((".yaml", ".yml"))]
-    found, unread = readable(candidates, only_specs=True)
-    return found, problems + unread
+    return candidates, problems
 
 
 @app.command(cls=Command)
@@ -527,52 +526,85 @@ def check(
 
     Example: paddlegen check golden/*/spec.yaml
     """
-    from paddlegen.compiler.writer import WriteError, drift
+    from paddlegen.compiler.batch import Workers, workers_for
 
-    found, unreadable = readable(specs, only_specs) if specs else discover_specs(Path())
-    report(unreadable, Format.text)
-    if not found and not unreadable:
-        say("paddlegen: no spec with an out/ beside it below the current directory")
-    drifted, invalid = False, bool(unreadable)
-    # each tree is compared with its spec built as the tree was: for its recorded kube-version
-    releases: dict[Path, str | None] = {}
-    unusable: dict[Path, str] = {}
-    for spec, _ in found:
-        try:
-            releases[spec] = kube_version_for(spec.parent / "out", kube_version)
-        except WriteError as error:
-            unusable[spec] = tree_problem(error, spec, spec.parent / "out")
-    built = iter(outcomes_by_release([(spec, raw, releases[spec]) for spec, raw in found
-                                      if spec in releases], strict))
-    for spec, _ in found:
-        out_dir = spec.parent / "out"
-        if spec in unusable:
-            say(f"paddlegen: {unusable[spec]}")
-            invalid = True
-            continue
-        result = next(built)
-        if result.bug:
-            report_bug(spec, result.problems)
-        else:
-            report(list(result.problems), Format.text)
-        if result.artifacts is None:
-            invalid = True
-            continue
-        try:
-            diff = drift(out_dir, result.artifacts)
-        except WriteError as error:
-            say(f"paddlegen: {error}")
-            invalid = True
-            continue
-        if diff:
-            write_stdout(diff)
-            say(drifted_message(spec, out_dir, releases[spec]))
-            drifted = True
-    if invalid or drifted:
-        raise typer.Exit(EXIT_INVALID if invalid else EXIT_DRIFT)
+    # Workers do everything a spec needs (read it, decide whether it is one, read its tree's
+    # options, build it, compare the tree); the parent walks the directories and prints.
+    # Files that cannot be read are reported first, so every file is read once before any
+    # spec is checked; the second read is the spec's, in the worker that checks it.
+    candidates, unreadable = (list(specs), []) if specs else discover_specs(Path())
+    with Workers(workers_for(len(candidates))) as workers:
+        found: list[tuple[Path, bytes | None]] = []
+        for spec, (is_taken, problems, raw) in zip(candidates, workers.map(
+                partial(check_candidate, only_specs=only_specs or not specs), candidates),
+                                                   strict=True):
+            unreadable.extend(problems)
+            if is_taken:
+                found.append((spec, raw))
+        report(unreadable, Format.text)
+        if not found and not unreadable:
+            say("paddlegen: no spec with an out/ beside it below the current directory")
+        states = {0}
+        for state, lines in workers.map(partial(check_tree, given=kube_version, strict=strict),
+                                        found):
+            for to_stdout, text in lines:
+                if to_stdout:
+                    write_stdout(text)
+                else:
+                    say(text)
+            states.add(state)
+    if unreadable or EXIT_INVALID in states:
+        raise typer.Exit(EXIT_INVALID)  # an invalid spec outweighs drift
+    if EXIT_DRIFT in states:
+        raise typer.Exit(EXIT_DRIFT)
     if found:
         say(f"paddlegen: {plural(len(found), 'tree')} up to date with "
             f"{'its spec' if len(found) == 1 else 'their specs'}")
+
+
+# What checking one tree printed, in order: (True: stdout, False: stderr; the text), with
+# its state: 0 up to date, EXIT_DRIFT or EXIT_INVALID.
+Lines = tuple[tuple[bool, str], ...]
+
+
+def check_candidate(spec: Path, only_specs: bool) -> tuple[bool, tuple[Problem, ...],
+                                                           bytes | None]:
+    """Whether `check` takes the file, why it cannot be read, and its bytes if they cannot be
+    read again (standard input). Run in a worker."""
+    raw, problems = taken(spec, only_specs, {})
+    return raw is not None, problems, raw if str(spec) == "-" else None
+
+
+def check_tree(found: tuple[Path, bytes | None], given: str | None,
+               strict: bool) -> tuple[int, Lines]:
+    """Check the tree in out/ beside a spec, built for the release its manifest records unless
+    `given` is: what to print, and the state. Run in a worker."""
+    from paddlegen.compiler.build import ManifestError
+    from paddlegen.compiler.build import build as build_spec
+    from paddlegen.compiler.writer import WriteError, drift
+
+    spec, raw = found
+    out_dir = spec.parent / "out"
+    try:
+        release = kube_version_for(out_dir, given)
+    except WriteError as error:
+        return EXIT_INVALID, ((False, f"paddlegen: {tree_problem(error, spec, out_dir)}"),)
+    try:
+        result = build_spec(read_spec(spec) if raw is None else raw, str(spec), release, strict)
+    except SpecError as error:
+        return EXIT_INVALID, tuple((False, str(problem)) for problem in error.problems)
+    except ManifestError as error:
+        return EXIT_INVALID, ((False, bug_line(spec)),
+                              *((False, str(problem)) for problem in error.problems))
+    warnings = tuple((False, str(problem)) for problem in result.warnings)
+    try:
+        diff = drift(out_dir, result.artifacts)
+    except WriteError as error:
+        return EXIT_INVALID, (*warnings, (False, f"paddlegen: {error}"))
+    if not diff:
+        return 0, warnings
+    return EXIT_DRIFT, (*warnings, (True, diff),
+                        (False, drifted_message(spec, out_dir, release)))
 
 
 @app.command(cls=Command)
@@ -604,7 +636,7 @@ def explain(
 ) -> None:
     """Print the derived values and every process each trainer pod will run.
 
-    Example: paddlegen explain golden/kube-aws/spec.yaml --format json
+    Example: paddlegen explain golden/eks/spec.yaml --format json
     """
     from paddlegen.compiler.build import explain as explain_spec
     from paddlegen.compiler.explain import explanation_text
@@ -621,7 +653,7 @@ def explain(
 @app.command(cls=Command)
 def init(
     profile: Annotated[str, typer.Option(
-        "--profile", help="A profile: eks (today's AWS), kube-aws, kube-up, local.")] = "eks",
+        "--profile", help="A profile: eks (today's path), or one README lists.")] = "eks",
     schema_url: Annotated[str, typer.Option(
         "--schema-url", help="Where editors find the JSON Schema (see `paddlegen schema`).")
     ] = "paddlegen.schema.json",

@@ -70,7 +70,7 @@ class CollectiveTraining:
     deadline_seconds: int
     resources: dict[str, dict[str, str]]
     ttl_seconds: int | None = None
-    # What the platform adds for a fabric (EFA on AWS): device limits and the environment the
+    # What the platform adds for a fabric (an RDMA adapter): device limits and the environment the
     # collective library needs for them.
     device_limits: tuple[tuple[str, str], ...] = ()
     device_env: tuple[tuple[str, str], ...] = ()

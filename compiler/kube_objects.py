@@ -10,14 +10,9 @@ from typing import Any
 
 from paddlegen.compiler.kube_schema import INIT_CONTAINERS_ANNOTATION
 from paddlegen.compiler.plan import (
-    DATA_MOUNT,
-    EFS_MOUNT_OPTIONS,
     TRAINER_ID_VARIABLE,
-    VOLUME_NAME,
     ClaimVolume,
     DataJob,
-    EfsCsiVolume,
-    EfsVolume,
     HostVolume,
     Meta,
     PodReader,
@@ -50,59 +45,43 @@ def metadata(meta: Meta, name: str, *, namespaced: bool = True, component: str =
     return result
 
 
-def persistent_volume(meta: Meta, efs: EfsVolume) -> Object:
+def persistent_volume(meta: Meta, name: str, capacity: str, claim_name: str, source: Object,
+                      mount_options: tuple[str, ...] = (),
+                      volume_mode: str | None = None) -> Object:
+    """A PersistentVolume that only `claim_name` may bind (claimRef), of a volume `source`
+    (`{"nfs": ...}`, `{"csi": ...}`); mount options where the release has the field."""
     kube = meta.target.kube
-    spec: Object = {
-        "capacity": {"storage": efs.capacity},
-        "accessModes": ["ReadWriteMany"],
-        "persistentVolumeReclaimPolicy": "Retain",
-    }
+    spec: Object = {"capacity": {"storage": capacity}}
+    if volume_mode:
+        spec["volumeMode"] = volume_mode
+    spec["accessModes"] = ["ReadWriteMany"]
+    spec["persistentVolumeReclaimPolicy"] = "Retain"
     if kube.storage_class_name_field:
         # "" (not a default StorageClass) and claimRef: only this claim may bind this volume
         spec["storageClassName"] = ""
-    spec["claimRef"] = {"namespace": meta.namespace, "name": efs.claim_name}
-    if kube.mount_options_field:
-        spec["mountOptions"] = list(EFS_MOUNT_OPTIONS)
-    spec["nfs"] = {"server": efs.server, "path": "/"}
+    spec["claimRef"] = {"namespace": meta.namespace, "name": claim_name}
+    if mount_options and kube.mount_options_field:
+        spec["mountOptions"] = list(mount_options)
+    spec |= source
     return {"apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": metadata(meta, efs.volume_name, namespaced=False, component="storage"),
+            "metadata": metadata(meta, name, namespaced=False, component="storage"),
             "spec": spec}
 
 
-EFS_CSI_DRIVER = "efs.csi.aws.com"
-
-
-def efs_csi_volume(meta: Meta, efs: EfsCsiVolume) -> list[Object]:
-    """A static PersistentVolume of the EFS CSI driver: the file system's root, TLS in transit,
-    bound to the one claim; none until the file system's id is known."""
-    if efs.file_system_id is None:
-        return []
-    spec: Object = {
-        "capacity": {"storage": efs.capacity},
-        "volumeMode": "Filesystem",
-        "accessModes": ["ReadWriteMany"],
-        "persistentVolumeReclaimPolicy": "Retain",
-        "storageClassName": "",
-        "claimRef": {"namespace": meta.namespace, "name": efs.claim_name},
-        # encryption in transit by the attribute: the "tls" mount option is deprecated (the
-        # driver warns on every mount; aws-efs-csi-driver's encryption_in_transit example)
-        "csi": {"driver": EFS_CSI_DRIVER, "volumeHandle": efs.file_system_id,
-                "volumeAttributes": {"encryptInTransit": "true"}},
-    }
-    return [{"apiVersion": "v1", "kind": "PersistentVolume",
-             "metadata": metadata(meta, efs.volume_name, namespaced=False, component="storage"),
-             "spec": spec}]
-
-
-def persistent_volume_claim(meta: Meta, efs: EfsVolume | EfsCsiVolume) -> Object:
+def persistent_volume_claim(meta: Meta, claim_name: str, request: str,
+                            volume_name: str | None = None,
+                            storage_class_name: str = "") -> Object:
+    """A ReadWriteMany claim: of the one volume named (storageClassName ""), or provisioned by
+    a StorageClass."""
     spec: Object = {"accessModes": ["ReadWriteMany"]}
     if meta.target.kube.storage_class_name_field:
         # "" stops a default StorageClass from provisioning a volume of its own
-        spec["storageClassName"] = ""
-    spec["volumeName"] = efs.volume_name
-    spec["resources"] = {"requests": {"storage": efs.request}}
+        spec["storageClassName"] = storage_class_name
+    if volume_name is not None:
+        spec["volumeName"] = volume_name
+    spec["resources"] = {"requests": {"storage": request}}
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": metadata(meta, efs.claim_name, component="storage"), "spec": spec}
+            "metadata": metadata(meta, claim_name, component="storage"), "spec": spec}
 
 
 def pod_reader(meta: Meta, reader: PodReader | None) -> list[Object]:
@@ -127,14 +106,14 @@ def pod_reader(meta: Meta, reader: PodReader | None) -> list[Object]:
 
 
 def shared_volume(training: PserverTraining, kube: KubeRelease) -> Object:
-    """The volume holding data, configs and output: the EFS claim, or EFS mounted on each host."""
+    """The volume holding data, configs and output: a claim, or a directory of each host."""
     if isinstance(training.volume, ClaimVolume):
-        return claim_volume(training.volume.claim_name)
-    return host_volume(VOLUME_NAME, training.volume, kube)
+        return claim_volume(training.volume)
+    return host_volume(training.volume.name, training.volume, kube)
 
 
-def claim_volume(claim_name: str) -> Object:
-    return {"name": VOLUME_NAME, "persistentVolumeClaim": {"claimName": claim_name}}
+def claim_volume(claim: ClaimVolume) -> Object:
+    return {"name": claim.name, "persistentVolumeClaim": {"claimName": claim.claim_name}}
 
 
 def host_volume(name: str, volume: HostVolume, kube: KubeRelease) -> Object:
@@ -148,15 +127,15 @@ def env(pairs: dict[str, object]) -> list[Object]:
     return [{"name": name, "value": str(value)} for name, value in pairs.items()]
 
 
-def data_job(meta: Meta, data: DataJob, claim_name: str) -> Object:
+def data_job(meta: Meta, data: DataJob, claim: ClaimVolume) -> Object:
     container = {
         "name": "paddle-data",
         "image": data.image,
         "env": env({"OUT_DIR": data.out_dir, "SPLIT_COUNT": data.split_count}),
         "resources": data.resources,
-        "volumeMounts": [{"name": VOLUME_NAME, "mountPath": DATA_MOUNT}],
+        "volumeMounts": [{"name": claim.name, "mountPath": claim.data_mount}],
     }
-    pod: Object = {"containers": [container], "volumes": [claim_volume(claim_name)]}
+    pod: Object = {"containers": [container], "volumes": [claim_volume(claim)]}
     return job(meta, data.name, "data", without_api_token(meta, pod),
                deadline_seconds=data.deadline_seconds, ttl_seconds=data.ttl_seconds)
 
@@ -220,7 +199,7 @@ def trainer_container(meta: Meta, training: PserverTraining) -> Object:
                            **({"hostPort": port.number} if seed else {})}
                           for port in training.ports]
     container["resources"] = training.resources
-    mounts: list[Object] = [{"name": VOLUME_NAME, "mountPath": training.job_path}]
+    mounts: list[Object] = [{"name": training.volume.name, "mountPath": training.job_path}]
     if not seed:
         mounts.append({"name": LAUNCHER_VOLUME, "mountPath": LAUNCHER_MOUNT, "readOnly": True})
     container["volumeMounts"] = mounts
@@ -244,7 +223,7 @@ def wait_for_data(training: PserverTraining) -> Object:
     return {"name": "wait-for-data", "image": training.image,
             "command": ["/bin/bash", "-c", wait, "wait-for-data", *gate.args],
             "resources": WAIT_RESOURCES,
-            "volumeMounts": [{"name": VOLUME_NAME, "mountPath": training.job_path}]}
+            "volumeMounts": [{"name": training.volume.name, "mountPath": training.job_path}]}
 
 
 def launcher_name(training: PserverTraining) -> str:

@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from paddlegen.compiler.boolean_schema import Check, boolean_validator, reject
-from paddlegen.compiler.problems import dotted
+from paddlegen.compiler.problems import FieldPath, Violation, dotted
 
 # Pod templates of 1.4 and 1.5 carry init containers as JSON in this annotation.
 INIT_CONTAINERS_ANNOTATION = "pod.beta.kubernetes.io/init-containers"
@@ -38,14 +38,9 @@ class UnsupportedVersion(ValueError):
     pass
 
 
-class Violation(NamedTuple):
-    path: tuple[str | int, ...]  # into the object
-    message: str
-
-
 def in_path_order(found: Iterable[Violation]) -> list[Violation]:
     """Violations sorted by path (its parts compared as text), then message."""
-    return sorted(found, key=lambda v: (tuple(map(str, v.path)), v.message))
+    return sorted(found, key=lambda v: (tuple(map(str, v[0])), v[1]))
 
 
 @dataclass(frozen=True)
@@ -102,13 +97,13 @@ def _minor_key(version: str) -> tuple[int, ...]:
 
 def _current_origin(version: str) -> str:
     # The same words whether the file is vendored or kubernetes-validate's own: it is the same
-    # schema (schema/kubernetes/vendor.py only trims it).
+    # schema (scripts/vendor_kubernetes.py only trims it).
     return f"the Kubernetes {version} API (kubernetes-validate)"
 
 
 @cache
 def _vendored_current_versions() -> frozenset[str]:
-    """The current releases schema/kubernetes/vendor.py wrote a directory for."""
+    """The current releases scripts/vendor_kubernetes.py wrote a directory for."""
     found = {m.group(1) for entry in _vendored_root().iterdir()
              if (m := re.fullmatch(r"v(1\.\d+)", entry.name))}
     return frozenset(found - VENDORED.keys())
@@ -232,13 +227,13 @@ def violations(obj: dict[str, Any], version: str) -> list[Violation]:
     An object of a kind the release does not serve is one violation at its root."""
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if _kind_schema(version, str(api_version), str(kind)) is None:
-        return [Violation((), f"Kubernetes {version} serves no {kind} in {api_version}")]
+        return [((), f"Kubernetes {version} serves no {kind} in {api_version}")]
     if fast_valid(obj, version):
         return []
     # Invalid, or not decidable by the boolean validator: jsonschema finds and words the errors.
     validator = _validator(version, str(api_version), str(kind))
-    found = [Violation(tuple(error.absolute_path), error.message)
-             for error in validator.iter_errors(obj)]
+    found: list[Violation] = [(tuple(error.absolute_path), error.message)
+                              for error in validator.iter_errors(obj)]
     found += _init_container_violations(obj, version)
     return in_path_order(found)
 
@@ -278,16 +273,15 @@ def _init_containers_pass(obj: dict[str, Any], version: str) -> bool:
 
 def _init_container_violations(obj: dict[str, Any], version: str) -> list[Violation]:
     """The containers inside the init-containers annotation, checked as containers."""
-    path: tuple[str | int, ...] = ("spec", "template", "metadata", "annotations",
-                                   INIT_CONTAINERS_ANNOTATION)
+    path: FieldPath = ("spec", "template", "metadata", "annotations", INIT_CONTAINERS_ANNOTATION)
     containers = _init_containers(obj)
     if containers is None:
         return []
     if isinstance(containers, str):
-        return [Violation(path, containers)]
+        return [(path, containers)]
     validator = _validator(version, "v1", "Container")
     if validator is None:
-        return [Violation(path, f"no Container schema for Kubernetes {version}")]
-    return [Violation(path, f"{dotted((index, *error.absolute_path))}: {error.message}")
+        return [(path, f"no Container schema for Kubernetes {version}")]
+    return [(path, f"{dotted((index, *error.absolute_path))}: {error.message}")
             for index, container in enumerate(containers)
             for error in validator.iter_errors(container)]

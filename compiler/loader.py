@@ -17,16 +17,22 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
-from paddlegen.compiler.problems import Position, Problem, SpecError, dotted, elided, quoted
+from paddlegen.compiler.problems import (
+    FieldPath,
+    Position,
+    Problem,
+    SpecError,
+    dotted,
+    elided,
+    quoted,
+)
 
 MAX_BYTES = 1 << 20  # a spec is a few kilobytes; refuse multi-megabyte input before parsing it
 MAX_NODES = 10_000  # nodes after alias expansion
 MAX_DEPTH = 64
 MAX_NUMBER_LENGTH = 32  # characters of a number: more than any int64 or double needs
-
-Path = tuple[str | int, ...]
 
 _TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null")}
@@ -49,7 +55,7 @@ LOADER_RULES = {
     "yaml-key": "A mapping key that is not a plain string, or a merge key '<<'.",
     "yaml-duplicate-key": "The same key twice in one mapping (YAML would keep only one).",
     "yaml-1.1-boolean": "An unquoted yes/no/on/off/y/n: a string to paddlegen (YAML 1.2) but a "
-                        "boolean to YAML 1.1 tools such as kubectl and kube-aws.",
+                        "boolean to YAML 1.1 tools such as kubectl and the cluster tools.",
 }
 
 
@@ -58,16 +64,16 @@ class Document:
     """A YAML mapping as plain data, with the position of each value and each mapping key."""
 
     data: dict[str, Any]
-    values: dict[Path, Position] = field(default_factory=dict)
-    keys: dict[Path, Position] = field(default_factory=dict)
-    texts: dict[Path, str] = field(default_factory=dict)  # as written, for non-string scalars
+    values: dict[FieldPath, Position] = field(default_factory=dict)
+    keys: dict[FieldPath, Position] = field(default_factory=dict)
+    texts: dict[FieldPath, str] = field(default_factory=dict)  # as written, for non-string scalars
 
     @property
     def filename(self) -> str:
         """The file problems point into: the user's spec, even after merging onto a profile."""
         return self.values[()].file
 
-    def position(self, path: Path) -> Position:
+    def position(self, path: FieldPath) -> Position:
         """Where `path` was written in this file, or its closest ancestor written there."""
         for end in range(len(path), -1, -1):
             found = self.values.get(path[:end])
@@ -75,7 +81,7 @@ class Document:
                 return found
         return Position(self.filename, 1, 1)
 
-    def key_position(self, path: Path) -> Position:
+    def key_position(self, path: FieldPath) -> Position:
         found = self.keys.get(path)
         return found if found and found.file == self.filename else self.position(path)
 
@@ -126,8 +132,9 @@ def decode(raw: bytes, filename: str) -> str:
 @dataclass
 class _Collection:
     value: dict[str, Any] | list[Any]
-    path: Path
+    path: FieldPath
     anchor: str | None
+    bracket: int | None  # a flow collection's: where its '[' or '{' is in the text
     nodes: int = 1  # nodes inside, aliases expanded (for the anchor's weight)
     key: str | None = None  # mappings: the key read, waiting for its value
     drop: bool = False  # the key was refused: read its value, then drop it
@@ -142,68 +149,100 @@ class _Builder:
         self.yaml = yaml or _yaml12()
         self.implicit_tag = _implicit_tag_12 if yaml is None else self.uncached_implicit_tag
         self.filename = filename
-        self.values: dict[Path, Position] = {}
-        self.keys: dict[Path, Position] = {}
-        self.texts: dict[Path, str] = {}
+        self.values: dict[FieldPath, Position] = {}
+        self.keys: dict[FieldPath, Position] = {}
+        self.texts: dict[FieldPath, str] = {}
         self.problems: list[Problem] = []
         self.anchors: dict[str, tuple[Any, int]] = {}  # value and its node count
         self.total = 0
+        self.stack: list[_Collection] = []  # the collections open
 
     def read(self, text: str, events: Iterator[Any] | None) -> Any:
+        return self.events(self.parsed(text) if events is None else events)
+
+    def parsed(self, text: str) -> Iterator[Any]:
+        """ruamel's events of `text`, its errors made problems. Only ruamel's parser runs in
+        the `try`, so an exception of this module's own is never taken for bad YAML."""
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-        if events is not None:
-            return self.events(events)
-        try:
-            return self.events(self.yaml.parse(io.StringIO(text)))
-        except MarkedYAMLError as error:
-            # Where the parser failed; but for an unclosed quote or bracket, where it opened
-            # (the context mark), since the failure shows only much later.
-            context = error.context or ""
-            unclosed = "flow" in context or "quoted" in context
-            mark = error.context_mark if unclosed and error.context_mark else error.problem_mark
-            # elided: the problem may quote a token, such as an undefined tag handle, whole
-            what = "; ".join(elided(part) for part in (error.context, error.problem) if part)
-            where = self.where(mark) if mark else Position(self.filename, 1, 1)
-            fail(where, "yaml-syntax", f"invalid YAML: {what}")
-        except YAMLError as error:
-            fail(Position(self.filename, 1, 1), "yaml-syntax", f"invalid YAML: {error}")
-        except AssertionError as error:  # ruamel's check of a %YAML directive, numbers quoted
-            fail(Position(self.filename, 1, 1), "yaml-syntax",
-                 f"invalid YAML: {elided(str(error))}; a spec is YAML 1.2 and needs no %YAML "
-                 "directive")
-        except (ValueError, OverflowError):
-            # ruamel's own int() and chr(): a %YAML version of 5000 digits, an escape "\UFFFFFFFF"
-            fail(Position(self.filename, 1, 1), "yaml-syntax",
-                 "invalid YAML: a %YAML version number or an escape out of range")
+        stream = self.yaml.parse(io.StringIO(text))
+        while True:
+            try:
+                event = next(stream)
+            except StopIteration:
+                return
+            except MarkedYAMLError as error:
+                self.syntax_error(text, error)
+            except YAMLError as error:
+                fail(Position(self.filename, 1, 1), "yaml-syntax", f"invalid YAML: {error}")
+            except _UnsupportedVersion as error:
+                self.unsupported_version(error.version)
+            except (ValueError, OverflowError):
+                # ruamel's own int() and chr(): a %YAML version of 5000 digits, an escape
+                # "\UFFFFFFFF"
+                fail(Position(self.filename, 1, 1), "yaml-syntax",
+                     "invalid YAML: a %YAML version number or an escape out of range")
+            yield event
+
+    def unsupported_version(self, version: tuple[int, ...]) -> NoReturn:
+        fail(Position(self.filename, 1, 1), "yaml-syntax",
+             f"invalid YAML: {elided(_UnsupportedVersion(version).message)}; a spec is YAML 1.2 "
+             "and needs no %YAML directive")
+
+    def syntax_error(self, text: str, error: Any) -> NoReturn:
+        """Where the parser failed; but for an unclosed bracket or quote (or a bad escape in a
+        quote), where it opened (the error's context mark), since the failure shows only much
+        later. ruamel's error names the construct only in its wording; its context mark,
+        against the flow collections open here or what its scanner reads there, tells which."""
+        mark = error.problem_mark
+        opened = error.context_mark
+        if opened is not None and (
+                any(c.bracket == opened.index for c in self.stack)
+                or quoted_scalar_breaks(text, opened.index)):
+            mark = opened
+        # elided: the problem may quote a token, such as an undefined tag handle, whole
+        what = "; ".join(elided(part) for part in (error.context, error.problem) if part)
+        where = self.where(mark) if mark else Position(self.filename, 1, 1)
+        fail(where, "yaml-syntax", f"invalid YAML: {what}")
 
     def events(self, stream: Iterator[Any]) -> Any:
-        stack: list[_Collection] = []
+        from ruamel.yaml.events import (
+            AliasEvent,
+            CollectionEndEvent,
+            CollectionStartEvent,
+            DocumentStartEvent,
+            MappingStartEvent,
+            NodeEvent,
+            ScalarEvent,
+        )
+
+        stack = self.stack
         documents, root = 0, None
         for event in stream:
-            kind = type(event).__name__
-            if kind == "DocumentStartEvent":
+            if isinstance(event, DocumentStartEvent):
                 documents += 1
                 if documents > 1:
                     fail(self.where(event.start_mark), "yaml-documents",
                          "expected one YAML document, found several")
-            elif kind in ("ScalarEvent", "AliasEvent", "MappingStartEvent", "SequenceStartEvent"):
+            elif isinstance(event, NodeEvent):  # a scalar, an alias, a collection's start
                 if stack and isinstance(stack[-1].value, dict) and stack[-1].key is None:
                     # a mapping alternates key and value events
-                    self.key(stack[-1], event)
+                    self.key(stack[-1], event, isinstance(event, ScalarEvent))
                     continue
                 path = self.next_path(stack)
-                if kind in ("MappingStartEvent", "SequenceStartEvent"):
+                if isinstance(event, CollectionStartEvent):
+                    mapping = isinstance(event, MappingStartEvent)
                     self.check_depth(path, event)
                     self.count(1)
                     self.values.setdefault(path, self.where(event.start_mark))
-                    self.check_tag(event, "map" if kind == "MappingStartEvent" else "seq", path)
-                    stack.append(_Collection({} if kind == "MappingStartEvent" else [], path,
-                                             event.anchor))
+                    self.check_tag(event, "map" if mapping else "seq", path)
+                    # a flow collection's event ends after its bracket
+                    bracket = event.end_mark.index - 1 if event.flow_style else None
+                    stack.append(_Collection({} if mapping else [], path, event.anchor, bracket))
                     continue
-                value, nodes = self.leaf(event, path)
+                value, nodes = self.leaf(event, path, isinstance(event, AliasEvent))
                 root = self.attach(stack, value, nodes, root)
-            elif kind in ("MappingEndEvent", "SequenceEndEvent"):
+            elif isinstance(event, CollectionEndEvent):
                 done = stack.pop()
                 if done.anchor:
                     self.anchors[done.anchor] = (done.value, done.nodes)
@@ -213,7 +252,7 @@ class _Builder:
                  "file is empty; expected a TrainingJob spec mapping")
         return root
 
-    def next_path(self, stack: list[_Collection]) -> Path:
+    def next_path(self, stack: list[_Collection]) -> FieldPath:
         if not stack:
             return ()
         top = stack[-1]
@@ -246,13 +285,13 @@ class _Builder:
             fail(Position(self.filename, 1, 1), "yaml-size",
                  f"more than {MAX_NODES} YAML nodes (an alias bomb?); refusing to expand")
 
-    def check_depth(self, path: Path, event: Any) -> None:
+    def check_depth(self, path: FieldPath, event: Any) -> None:
         if len(path) >= MAX_DEPTH:
             fail(self.where(event.start_mark), "yaml-depth",
                  f"nested deeper than {MAX_DEPTH} levels")
 
-    def key(self, mapping: _Collection, event: Any) -> None:
-        if type(event).__name__ != "ScalarEvent":
+    def key(self, mapping: _Collection, event: Any, scalar: bool) -> None:
+        if not scalar:
             fail(self.where(event.start_mark), "yaml-key",
                  "a key that is a collection or an alias is not allowed in a spec")
         mapping.key = event.value
@@ -269,10 +308,10 @@ class _Builder:
         else:
             self.keys[path] = self.where(event.start_mark)
 
-    def leaf(self, event: Any, path: Path) -> tuple[Any, int]:
+    def leaf(self, event: Any, path: FieldPath, alias: bool) -> tuple[Any, int]:
         """A scalar's value, or an alias's (and how many nodes it stands for)."""
         self.values.setdefault(path, self.where(event.start_mark))
-        if type(event).__name__ == "AliasEvent":
+        if alias:
             if event.anchor not in self.anchors:
                 self.problem(event, path, "yaml-syntax",
                              f"unknown alias *{elided(event.anchor)}")
@@ -290,7 +329,7 @@ class _Builder:
             if not event.style and yaml11_bool(event.value):
                 self.problem(event, path, "yaml-1.1-boolean",
                              f"{quoted(event.value)} is a string here but a boolean to YAML 1.1 "
-                             f"tools (kubectl, kube-aws): quote it, or write true/false for a "
+                             f"tools (kubectl, cluster tools): quote it, or write true/false for a "
                              f"boolean")
         else:
             self.texts[path] = event.value
@@ -306,15 +345,21 @@ class _Builder:
         return str(tag)
 
     def uncached_implicit_tag(self, kind: str, value: str | None, implicit: Any) -> str:
+        if kind == "str" and implicit[0]:  # a plain scalar: resolved by the version's rules
+            version = tuple(self.yaml.resolver.processing_version)
+            if version not in _VERSIONS:
+                # after a %YAML directive inside a document, which ruamel's scanner reads
+                # (before its parser refuses it): its resolver has no rules for the version
+                self.unsupported_version(version)
         return _resolve(self.yaml.resolver, kind, value, implicit)
 
-    def check_tag(self, event: Any, kind: str, path: Path) -> None:
+    def check_tag(self, event: Any, kind: str, path: FieldPath) -> None:
         tag = self.tag(event, kind)
         if tag != f"{_TAG}{kind}":
             self.problem(event, path, "yaml-tag",
                          f"YAML tag {quoted(tag)} is not allowed in a spec")
 
-    def construct(self, tag: str, event: Any, path: Path) -> Any:
+    def construct(self, tag: str, event: Any, path: FieldPath) -> Any:
         """A number, boolean or null; None (and a problem) for what its tag cannot read, or a
         number longer than any field takes (Python would spend time, or refuse, converting it)."""
         from ruamel.yaml.nodes import ScalarNode
@@ -336,7 +381,7 @@ class _Builder:
                          f"{quoted(event.value)} is not a valid !!{kind}")
             return None
 
-    def problem(self, event: Any, path: Path, rule: str, message: str) -> None:
+    def problem(self, event: Any, path: FieldPath, rule: str, message: str) -> None:
         self.problems.append(Problem(self.where(event.start_mark), dotted(path), rule, message))
 
     def where(self, mark: Any) -> Position:
@@ -344,9 +389,62 @@ class _Builder:
 
 
 def _ruamel_yaml() -> Any:
+    return _yaml_class()(typ="safe", pure=True)
+
+
+_VERSIONS = ((1, 1), (1, 2))  # the YAML versions ruamel has rules for
+
+
+class _UnsupportedVersion(Exception):
+    """A %YAML directive of a version ruamel has no rules for, such as 1.3."""
+
+    def __init__(self, version: tuple[int, ...]) -> None:
+        self.version = version
+        # as ruamel's own check words it
+        part = "minor part can only be 2 or 1" if version[:1] == (1,) else (
+            "major part can only be 1")
+        self.message = f"version {part}, got {version}"
+        super().__init__(self.message)
+
+
+@cache
+def _yaml_class() -> Any:
+    """ruamel's YAML, refusing a %YAML version other than 1.1 and 1.2 with an exception: its
+    parser gives the directive's version to YAML.version, whose setter checks it with `assert`,
+    which `python -O` removes (the parser then fails on a KeyError)."""
     from ruamel.yaml import YAML
 
-    return YAML(typ="safe", pure=True)
+    checked: Any = YAML.version  # the property
+
+    class Yaml(YAML):
+        @property
+        def version(self) -> Any:
+            return checked.fget(self)
+
+        @version.setter
+        def version(self, value: Any) -> None:
+            if value is not None and tuple(value) not in _VERSIONS:
+                raise _UnsupportedVersion(tuple(value))
+            checked.fset(self, value)
+
+    return Yaml
+
+
+def quoted_scalar_breaks(text: str, index: int) -> bool:
+    """Whether `text` has at `index` a quoted scalar that ruamel's scanner cannot read: one not
+    closed, or with a bad escape (its error then has the opening quote as context mark)."""
+    from ruamel.yaml.scanner import ScannerError
+    from ruamel.yaml.tokens import ScalarToken
+
+    if text[index:index + 1] not in ("'", '"'):
+        return False
+    try:
+        for token in _ruamel_yaml().scan(io.StringIO(text[index:])):
+            if isinstance(token, ScalarToken):
+                return False
+    except ScannerError as error:
+        return error.context_mark is not None and error.context_mark.index == 0
+    return False
 
 
 @cache
@@ -379,7 +477,7 @@ def _yaml11_resolver() -> Any:
 
 @lru_cache(maxsize=4096)
 def yaml11_bool(value: str) -> bool:
-    """Whether YAML 1.1 tools (kubectl, kube-aws) read this plain scalar as a boolean."""
+    """Whether YAML 1.1 tools (kubectl, cluster tools) read this plain scalar as a boolean."""
     return _resolve(_yaml11_resolver(), "str", value, (True, False)) == f"{_TAG}bool"
 
 
@@ -428,7 +526,7 @@ def libyaml_events(parser: Any) -> Iterator[Any]:
         raise _LibyamlRefused from None
 
 
-def fail(position: Position, rule: str, message: str) -> Any:
+def fail(position: Position, rule: str, message: str) -> NoReturn:
     raise SpecError([Problem(position, "", rule, message)])
 
 

@@ -7,7 +7,7 @@ profile's plan (in paddlegen.profiles) is made of these parts and its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from paddlegen.compiler.targets import KubeRelease, Target
 from paddlegen.schema.models import (
@@ -20,12 +20,6 @@ from paddlegen.schema.models import (
     SpecBase,
 )
 
-# The data Job mounts the shared volume here and writes the split data to <DATA_MOUNT>/<job name>.
-DATA_MOUNT = "/efs"
-VOLUME_NAME = "efs"
-# From the seed's EFS mount command: the options AWS recommends for NFSv4.1 on EFS.
-EFS_MOUNT_OPTIONS = ("nfsvers=4.1", "rsize=1048576", "wsize=1048576", "hard", "timeo=600",
-                     "retrans=2")
 LABEL_NAME = "paddle-training"
 
 
@@ -108,43 +102,38 @@ def pserver_ports(first: int, dense: int, sparse: int) -> tuple[Port, ...]:
 
 @dataclass(frozen=True)
 class ClaimVolume:
-    """The shared volume through a PersistentVolumeClaim."""
+    """The shared volume through a PersistentVolumeClaim: the pods' name for it, and where the
+    data Job mounts it (it writes the parts under <data_mount>/<job name>)."""
 
     claim_name: str
+    name: str
+    data_mount: str
 
 
 @dataclass(frozen=True)
 class HostVolume:
-    """The shared volume as a directory every node has mounted (EFS on each host)."""
+    """The shared volume as a directory every node has mounted."""
 
     path: str
+    name: str  # the pods' name for it
     create: bool = False  # DirectoryOrCreate rather than Directory
 
 
-SharedVolume = ClaimVolume | HostVolume
+PodVolume = ClaimVolume | HostVolume
 
 
-@dataclass(frozen=True)
-class EfsVolume:
-    """EFS as a PersistentVolume bound to exactly one claim."""
+class SharedVolume(Protocol):
+    """Storage that every pod of the job mounts, as a profile provides it: the objects that make
+    it (a PersistentVolume, if any, and the claim), how the pods mount it, and the words a
+    runbook uses for it."""
 
-    volume_name: str  # PersistentVolumes are cluster-wide: named <namespace>-<claim>
-    claim_name: str
-    server: str  # the file system's DNS name
-    capacity: str
-    request: str
+    @property
+    def claim(self) -> ClaimVolume: ...
 
+    @property
+    def words(self) -> str: ...  # what the data is "on", in a runbook's prose
 
-@dataclass(frozen=True)
-class EfsCsiVolume:
-    """EFS through its CSI driver, as a PersistentVolume bound to exactly one claim; no volume
-    until the file system's id is known."""
-
-    volume_name: str
-    claim_name: str
-    file_system_id: str | None
-    capacity: str
-    request: str
+    def objects(self, meta: Meta) -> list[dict[str, Any]]: ...  # in apply order
 
 
 @dataclass(frozen=True)
@@ -259,7 +248,7 @@ class PserverTraining:
     nic: str
     config_dir: str
     job_path: str  # where the shared volume is mounted in the trainer (JOB_PATH)
-    volume: SharedVolume
+    volume: PodVolume
     data_ready: DataGate  # holds once the last data part is complete
     pod_reader: PodReader | None  # the seed launcher's account, where the target has RBAC
     launch: Launch
@@ -285,22 +274,12 @@ class PserverTraining:
         return tuple(p for p in self.ports if p.sparse)
 
 
-def region_of(zone: str) -> str:
-    """us-west-2a -> us-west-2"""
-    return zone[:-1]
-
-
-def bucket_of(s3_uri: str) -> str:
-    """s3://bucket/prefix -> bucket"""
-    return s3_uri.removeprefix("s3://").split("/")[0]
-
-
 def gflag(value: object) -> str:
     """A flag value as gflags spells it: booleans as true/false."""
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def pserver_training(name: str, training: ClusterTraining, volume: SharedVolume,
+def pserver_training(name: str, training: ClusterTraining, volume: PodVolume,
                      data_ready: DataGate, kube: KubeRelease) -> PserverTraining:
     """The training Job's plan; the trainers wait for `data_ready`."""
     return PserverTraining(
@@ -326,12 +305,12 @@ def pserver_training(name: str, training: ClusterTraining, volume: SharedVolume,
     )
 
 
-def claim_jobs(name: str, claim_name: str, dataset: DatasetSettings, training: ClusterTraining,
-               kube: KubeRelease) -> tuple[DataJob, PserverTraining]:
+def claim_jobs(name: str, claim: ClaimVolume, dataset: DatasetSettings,
+               training: ClusterTraining, kube: KubeRelease) -> tuple[DataJob, PserverTraining]:
     """The data Job and the training of a profile whose data Job writes the parts onto the
     claim the trainers mount: each sees the parts at its own mount of the job's directory."""
-    data = DataJob(dataset.job_name, dataset.image, f"{DATA_MOUNT}/{name}", training.nodes,
+    data = DataJob(dataset.job_name, dataset.image, f"{claim.data_mount}/{name}", training.nodes,
                    dataset.active_deadline_seconds, resources_of(dataset.resources),
                    dataset.ttl_seconds_after_finished)
-    return data, pserver_training(name, training, ClaimVolume(claim_name),
+    return data, pserver_training(name, training, claim,
                                   data_ready(f"{training.job_path}/{name}", training.nodes), kube)

@@ -7,6 +7,11 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+# A path into a document (a spec, a generated object): mapping keys and list indices.
+FieldPath = tuple[str | int, ...]
+# What a check found, before it is placed in a file: where in the document, and what is wrong
+# there (a rule's finding in a spec, a schema's in a generated object).
+Violation = tuple[FieldPath, str]
 # The rule of a generated object that breaks its release's schema (compiler/build.py).
 SCHEMA_RULE = "kube-schema"
 # The most of a value a message quotes: one spec of huge values must not print megabytes.
@@ -48,7 +53,7 @@ class SpecError(Exception):
         super().__init__("\n".join(map(str, self.problems)))
 
 
-def dotted(path: tuple[str | int, ...]) -> str:
+def dotted(path: FieldPath) -> str:
     """("training", "port") -> "training.port"; list indices as [i], long keys elided."""
     out = ""
     for part in path:

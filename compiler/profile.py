@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from paddlegen.compiler.kube_objects import Object
 from paddlegen.compiler.plan import Meta
+from paddlegen.compiler.problems import FieldPath
 from paddlegen.compiler.rules import Rule
 from paddlegen.compiler.targets import Target
 from paddlegen.schema.models import SpecBase
-
-Object = dict[str, Any]
 
 
 class Plan(Protocol):
@@ -43,7 +43,7 @@ class FileViolation:
 
     path: str
     data: dict[str, Any]
-    where: tuple[str | int, ...]
+    where: FieldPath
     message: str
 
 
@@ -60,7 +60,7 @@ class Profile(Generic[S, P]):
     target: Callable[[S], Target]  # the releases the spec deploys with
     derive: Callable[[S], P]
     objects: Callable[[P], list[Object]]  # Kubernetes objects, in apply order
-    files: Callable[[P], dict[str, str]]  # the other files, by path (aws/...)
+    files: Callable[[P], dict[str, str]]  # the other files (the cluster tool's), by path
     runbook: Callable[[P, list[str]], str]  # plan and manifest paths -> RUNBOOK.md
     explain: Callable[[P], Explanation]
     checks: Callable[[P], list[FileViolation]] = no_checks  # files other tools validate

@@ -21,7 +21,7 @@ _STR = "tag:yaml.org,2002:str"
 
 
 class Quoted(str):
-    """A string written double-quoted (kube-aws's own cluster.yaml template quotes the ARN)."""
+    """A string written double-quoted (as a tool's own template quotes a value, an ARN say)."""
 
 
 class Block(str):
@@ -37,7 +37,7 @@ def _dumper() -> Any:
     yaml11 = VersionedResolver(version=(1, 1))
 
     def represent_str(representer: Any, data: str) -> Any:
-        # kubectl and kube-aws read YAML 1.1, where yes/on/no/off are booleans: quote those too.
+        # kubectl and other tools read YAML 1.1, where yes/on/no/off are booleans: quote those too.
         style: str | None
         if isinstance(data, Quoted):
             style = '"'

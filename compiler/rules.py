@@ -5,6 +5,9 @@ message ending in how to fix it. It is typed by the parts of a spec it reads (a 
 profile lists the rules it applies, so no rule asks which profile it is in. Its name is its
 stable identifier and its docstring its documentation (`paddlegen rules`). Warnings print but
 pass, unless --strict. Rules of one profile only live in that profile's module.
+
+A rule also names the fields it reads (`reads`): on a spec with schema errors, whose invalid
+fields are missing, it runs only if none of those fields has an error.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Generic, Protocol, TypeVar
 
-from paddlegen.compiler.loader import Path
-from paddlegen.compiler.plan import bucket_of, pserver_ports, region_of
-from paddlegen.compiler.problems import Severity, elided, quoted
+from paddlegen.compiler.plan import pserver_ports
+from paddlegen.compiler.problems import FieldPath, Severity, elided, quoted
+from paddlegen.compiler.problems import Violation as Violation
 from paddlegen.compiler.targets import Target
 from paddlegen.schema.models import (
     ClusterTraining,
@@ -27,9 +30,10 @@ from paddlegen.schema.models import (
 )
 from paddlegen.schema.patterns import QUANTITY
 
-Violation = tuple[Path, str]
 S = TypeVar("S")
 S_contra = TypeVar("S_contra", contravariant=True)
+# What a rule that does not say reads: the whole spec (so it runs on valid specs only).
+WHOLE_SPEC = ("",)
 
 
 @dataclass(frozen=True)
@@ -37,16 +41,26 @@ class Rule(Generic[S_contra]):
     name: str
     check: Callable[[S_contra], Iterable[Violation]]
     severity: Severity = "error"
+    # The fields `check` reads, dotted as the spec writes them: "training.port", a section
+    # ("training") for all of it, "" for the whole spec.
+    reads: tuple[str, ...] = WHOLE_SPEC
 
     @property
     def doc(self) -> str:
         return self.check.__doc__ or ""
 
+    def reads_any(self, paths: Iterable[FieldPath]) -> bool:
+        """Whether the rule reads one of `paths`, or a part or a whole of one."""
+        reads = [tuple(field.split(".")) if field else () for field in self.reads]
+        return any(path[:len(read)] == read or read[:len(path)] == path
+                   for path in paths for read in reads)
 
-def rule(name: str, severity: Severity = "error") -> Callable[
-        [Callable[[S], Iterable[Violation]]], Rule[S]]:
+
+def rule(name: str, severity: Severity = "error", *, reads: Iterable[str] = WHOLE_SPEC
+         ) -> Callable[[Callable[[S], Iterable[Violation]]], Rule[S]]:
+    """A rule of the function below; `reads` names the fields it reads (see Rule)."""
     def make(check: Callable[[S], Iterable[Violation]]) -> Rule[S]:
-        return Rule(name, check, severity)
+        return Rule(name, check, severity, tuple(reads))
     return make
 
 
@@ -66,18 +80,6 @@ class WithWorkers(WithPserverTraining, Protocol):
     def cluster(self) -> WorkerCluster: ...
 
 
-class ZonedCluster(Protocol):
-    @property
-    def availability_zone(self) -> str: ...
-    @property
-    def region(self) -> str | None: ...
-
-
-class WithZone(Protocol):
-    @property
-    def cluster(self) -> ZonedCluster: ...
-
-
 class SizedStorage(Protocol):
     @property
     def capacity(self) -> str: ...
@@ -88,16 +90,6 @@ class SizedStorage(Protocol):
 class WithSizedStorage(Protocol):
     @property
     def storage(self) -> SizedStorage: ...
-
-
-class BucketCluster(Protocol):
-    @property
-    def s3_uri(self) -> str | None: ...
-
-
-class WithBucket(Protocol):
-    @property
-    def cluster(self) -> BucketCluster: ...
 
 
 class WithMetadata(Protocol):
@@ -131,7 +123,7 @@ class WithKubeVersion(Protocol):
     def scheduling(self) -> Scheduling: ...
 
 
-@rule("port-range")
+@rule("port-range", reads=("training.port", "training.portsNum", "training.portsNumForSparse"))
 def port_range(spec: WithPserverTraining) -> Iterable[Violation]:
     """The pserver ports port ... port+portsNum+portsNumForSparse-1 all fit below 65536."""
     t = spec.training
@@ -142,7 +134,7 @@ def port_range(spec: WithPserverTraining) -> Iterable[Violation]:
             f"{65536 - len(ports)}")
 
 
-@rule("gradient-servers")
+@rule("gradient-servers", reads=("training.gradientServers", "training.nodes"))
 def gradient_servers(spec: WithPserverTraining) -> Iterable[Violation]:
     """gradientServers (--num_gradient_servers) counts trainers, so it is at most nodes."""
     t = spec.training
@@ -152,7 +144,7 @@ def gradient_servers(spec: WithPserverTraining) -> Iterable[Violation]:
             f"set it to at most {t.nodes} or leave it out")
 
 
-@rule("worker-capacity")
+@rule("worker-capacity", reads=("cluster.workerCount", "training.nodes", "training.launcher"))
 def worker_capacity(spec: WithWorkers) -> Iterable[Violation]:
     """The seed launcher's hostPorts allow one trainer pod per node: workerCount must be at
     least training.nodes."""
@@ -163,17 +155,18 @@ def worker_capacity(spec: WithWorkers) -> Iterable[Violation]:
             f"so one per node; the rest stay Pending); raise workerCount to {nodes}")
 
 
-KUBE_VERSION_DOC = """kubeVersion is the Kubernetes release the profile deploys (kube-aws and
-    kube-up derive it from the tool's release: leave it out), and one whose schemas are
-    installed, to check the objects against."""
+KUBE_VERSION_DOC = """kubeVersion is the Kubernetes release the profile deploys (a profile whose
+    cluster tool fixes the release derives it from the tool's: leave it out there), and one
+    whose schemas are installed, to check the objects against."""
 
 
 K = TypeVar("K", bound=WithKubeVersion)
 
 
-def kube_version(target_of: Callable[[K], Target], alternatives: str = "") -> Rule[K]:
-    """The kube-version rule of a profile whose target is `target_of(spec)`; `alternatives`
-    says how the spec could choose another release."""
+def kube_version(target_of: Callable[[K], Target], alternatives: str = "", *,
+                 target_reads: Iterable[str] = WHOLE_SPEC) -> Rule[K]:
+    """The kube-version rule of a profile whose target is `target_of(spec)`, which reads the
+    fields `target_reads`; `alternatives` says how the spec could choose another release."""
     from paddlegen.compiler.kube_schema import supported_versions
 
     def check(spec: K) -> Iterable[Violation]:
@@ -189,13 +182,13 @@ def kube_version(target_of: Callable[[K], Target], alternatives: str = "") -> Ru
                 f"{', '.join(supported_versions())}")
 
     check.__doc__ = KUBE_VERSION_DOC
-    return Rule("kube-version", check)
+    return Rule("kube-version", check, reads=("kubeVersion", *target_reads))
 
 
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 
-@rule("system-namespace", severity="warning")
+@rule("system-namespace", severity="warning", reads=("metadata.namespace",))
 def system_namespace(spec: WithMetadata) -> Iterable[Violation]:
     """The namespace is not one of Kubernetes' own (kube-system, kube-public, kube-node-lease):
     the job's objects would mix with the cluster's, under its policies."""
@@ -210,15 +203,16 @@ RELEASE_FIELDS_DOC = """The fields the spec sets are ones the target release ser
     ttlSecondsAfterFinished (1.21)."""
 
 
-def release_fields(target_of: Callable[[K], Target], jobs: tuple[str, ...]) -> Rule[K]:
-    """The release-fields rule of a profile whose target is `target_of(spec)` and whose Jobs
-    are the spec sections `jobs`."""
+def release_fields(target_of: Callable[[K], Target], jobs: tuple[str, ...], *,
+                   target_reads: Iterable[str] = WHOLE_SPEC) -> Rule[K]:
+    """The release-fields rule of a profile whose target is `target_of(spec)`, which reads the
+    fields `target_reads`, and whose Jobs are the spec sections `jobs`."""
 
     def check(spec: K) -> Iterable[Violation]:
         target = target_of(spec)
         kube = target.kube
         scheduling = spec.scheduling
-        wanted: list[tuple[Path, bool, bool, str]] = [
+        wanted: list[tuple[FieldPath, bool, bool, str]] = [
             (("scheduling", "tolerations"), bool(scheduling.tolerations),
              kube.tolerations_field, "1.6"),
             (("scheduling", "priorityClassName"), scheduling.priority_class_name is not None,
@@ -232,12 +226,14 @@ def release_fields(target_of: Callable[[K], Target], jobs: tuple[str, ...]) -> R
                              f"{path[-1]} (Kubernetes {since} has); leave it out")
 
     check.__doc__ = RELEASE_FIELDS_DOC
-    return Rule("release-fields", check)
+    reads = ("scheduling.tolerations", "scheduling.priorityClassName",
+             *(f"{job}.ttlSecondsAfterFinished" for job in jobs), *target_reads)
+    return Rule("release-fields", check, reads=reads)
 
 
 LAUNCHER_DOC = """training.launcher is one the target release can run: indexed needs Indexed
     Jobs (Kubernetes 1.24), kubeflow a cluster that runs Kubeflow's training operator v1.9 (a
-    current one); kube-aws and kube-up clusters predate both."""
+    current one); the 2016-2017 tutorial stacks' clusters predate both."""
 LAUNCHER_NEEDS = {"indexed": "Indexed Jobs (Kubernetes 1.24 has)",
                   "kubeflow": "Kubeflow's training operator v1.9 (a current Kubernetes runs it)"}
 
@@ -249,8 +245,10 @@ class WithLauncher(WithKubeVersion, WithPserverTraining, Protocol):
 L = TypeVar("L", bound=WithLauncher)
 
 
-def launcher_release(target_of: Callable[[L], Target]) -> Rule[L]:
-    """The launcher rule of a profile whose target is `target_of(spec)`."""
+def launcher_release(target_of: Callable[[L], Target], *,
+                     target_reads: Iterable[str] = WHOLE_SPEC) -> Rule[L]:
+    """The launcher rule of a profile whose target is `target_of(spec)`, which reads the fields
+    `target_reads`."""
 
     def check(spec: L) -> Iterable[Violation]:
         launcher = spec.training.launcher
@@ -261,7 +259,7 @@ def launcher_release(target_of: Callable[[L], Target]) -> Rule[L]:
                 f"{LAUNCHER_NEEDS[launcher]}, which the {launcher} launcher needs; use seed")
 
     check.__doc__ = LAUNCHER_DOC
-    return Rule("launcher", check)
+    return Rule("launcher", check, reads=("training.launcher", *target_reads))
 
 
 RESOURCES_DOC = """Each container's resource requests are at most its limits (a pod asking for more
@@ -284,10 +282,10 @@ def resource_limits(jobs: tuple[str, ...]) -> Rule[Any]:
                         "the request")
 
     check.__doc__ = RESOURCES_DOC
-    return Rule("resources", check)
+    return Rule("resources", check, reads=tuple(f"{job}.resources" for job in jobs))
 
 
-@rule("job-names")
+@rule("job-names", reads=("dataset.jobName", "metadata.name"))
 def job_names(spec: WithDataset) -> Iterable[Violation]:
     """The data Job and the training Job have different names (one namespace holds both)."""
     if spec.dataset.job_name == spec.metadata.name:
@@ -299,7 +297,7 @@ def job_names(spec: WithDataset) -> Iterable[Violation]:
 TUTORIAL_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
 
 
-@rule("split-count")
+@rule("split-count", reads=("dataset.image", "training.nodes"))
 def split_count(spec: WithDataTraining) -> Iterable[Violation]:
     """With PaddlePaddle's tutorial data image, training.nodes is at least 2: its get_data.sh
     computes the last part with `expr $SPLIT_COUNT - 1`, which exits 1 for 0, so under `set -e`
@@ -310,16 +308,7 @@ def split_count(spec: WithDataTraining) -> Iterable[Violation]:
             "on `expr 1 - 1`); use at least 2 nodes, or a data image of your own")
 
 
-@rule("zone-in-region")
-def zone_in_region(spec: WithZone) -> Iterable[Violation]:
-    """availabilityZone lies in region (us-west-2a is in us-west-2)."""
-    zone, region = spec.cluster.availability_zone, spec.cluster.region
-    if region is not None and region_of(zone) != region:
-        yield ("cluster", "availabilityZone"), (
-            f"{zone} is not in region {region}; use a zone such as {region}a")
-
-
-@rule("storage-request")
+@rule("storage-request", reads=("storage.request", "storage.capacity"))
 def storage_request(spec: WithSizedStorage) -> Iterable[Violation]:
     """storage.request fits in storage.capacity, or the claim never binds to the volume."""
     storage = spec.storage
@@ -329,31 +318,11 @@ def storage_request(spec: WithSizedStorage) -> Iterable[Violation]:
             "the claim would never bind")
 
 
-@rule("s3-bucket-name")
-def s3_bucket_name(spec: WithBucket) -> Iterable[Violation]:
-    """The bucket of s3Uri is a valid S3 bucket name: 3-63 characters, no '..', not an IP
-    address, no 'xn--' prefix or '-s3alias' suffix."""
-    if spec.cluster.s3_uri is None:
-        return
-    bucket = bucket_of(spec.cluster.s3_uri)
-    reasons = [reason for broken, reason in (
-        (not 3 <= len(bucket) <= 63, "it must have 3 to 63 characters"),
-        (".." in bucket or ".-" in bucket or "-." in bucket,
-         "a '.' may not be next to another '.' or a '-'"),
-        (bool(re.fullmatch(r"[0-9.]+", bucket)) and bucket.count(".") == 3,
-         "it may not look like an IP address"),
-        (bucket.startswith("xn--") or bucket.endswith("-s3alias"),
-         "it may not start with 'xn--' or end with '-s3alias'"),
-    ) if broken]
-    for reason in reasons:
-        yield ("cluster", "s3Uri"), f"{quoted(bucket)} is not a valid bucket name: {reason}"
-
-
 IMAGE_TAG_DOC = """Images name a tag other than latest (or a digest): otherwise each node may run
     whatever the tag points to when it pulls."""
 
 
-def _untagged(path: Path, image: str) -> Iterable[Violation]:
+def _untagged(path: FieldPath, image: str) -> Iterable[Violation]:
     if "@" in image:
         return
     last = image.rsplit("/", 1)[-1]
@@ -363,12 +332,12 @@ def _untagged(path: Path, image: str) -> Iterable[Violation]:
                      f"pin a version tag or a digest ({elided(name or image)}:<version>)")
 
 
-@rule("image-tag", severity="warning")
+@rule("image-tag", severity="warning", reads=("training.image",))
 def training_image_tag(spec: WithTrainingImage) -> Iterable[Violation]:
     return _untagged(("training", "image"), spec.training.image)
 
 
-@rule("image-tag", severity="warning")
+@rule("image-tag", severity="warning", reads=("dataset.image",))
 def dataset_image_tag(spec: WithDataset) -> Iterable[Violation]:
     return _untagged(("dataset", "image"), spec.dataset.image)
 

@@ -1,8 +1,9 @@
 """Pieces the profiles' runbooks (RUNBOOK.md) share.
 
-Every value that reaches a shell command is quoted, what the spec cannot know (the IAM user, a
-worker's address) is a variable the commands refuse to run without, and every kubectl command
-is one the target release's kubectl has (no `-n` shorthand, `wait` or `-k` before they existed).
+Every value that reaches a shell command is quoted, what the spec cannot know (the cloud
+account's user, a worker's address) is a variable the commands refuse to run without, and every
+kubectl command is one the target release's kubectl has (no `-n` shorthand, `wait` or `-k`
+before they existed).
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 import textwrap
 from shlex import quote as q
 
-from paddlegen.compiler.collective import CollectiveTraining
-from paddlegen.compiler.explain import WIDTH, wrapped
+from paddlegen.compiler.collective import CollectiveTraining, output_pod
+from paddlegen.compiler.explain import WIDTH
 from paddlegen.compiler.kube_objects import MODELS_MOUNT, models_pod
-from paddlegen.compiler.plan import DATA_MOUNT, EFS_MOUNT_OPTIONS, DataJob, Meta, PserverTraining
+from paddlegen.compiler.plan import DataJob, Meta, PserverTraining
 from paddlegen.compiler.render import to_yaml
 
 HEADER = """\
@@ -27,29 +28,7 @@ can pick up at any block.
 Target: {target}.
 """
 
-# The administrator's blocks (the IAM group's set-up and removal) run under a profile named
-# on purpose, never under the user's profile that every other block exports.
-AS_ADMINISTRATOR = ('export AWS_PROFILE="${ADMIN_PROFILE:?set ADMIN_PROFILE to the AWS CLI '
-                    'profile of an administrator of the account}"\n')
-MANAGED_POLICY_PREFIX = "arn:aws:iam::aws:policy/"
-# Seeds 000, 001 and 003: the AWS managed policies the IAM user needs (ARNs after the prefix).
-SEED_MANAGED_POLICIES = (
-    "AmazonEC2FullAccess",
-    "AmazonS3FullAccess",
-    "AmazonRoute53FullAccess",
-    "AmazonRoute53DomainsFullAccess",
-    "AmazonElasticFileSystemFullAccess",
-    "AmazonVPCFullAccess",
-    "IAMUserSSHKeys",
-    "IAMFullAccess",
-    "job-function/NetworkAdministrator",
-    "AWSKeyManagementServicePowerUser",
-)
-LOAD_BALANCERS = ("LOAD_BALANCERS='{range .items[?(@.spec.type==\"LoadBalancer\")]}"
-                  "{.metadata.namespace} {.metadata.name}{\"\\n\"}{end}'")
-
-
-def header(meta: Meta, profile: str, sources: str = "AWS (or `$ASSETS`)") -> str:
+def header(meta: Meta, profile: str, sources: str) -> str:
     """The runbook's title and how to use it; `sources`: where its blocks look up what earlier
     blocks made."""
     return HEADER.format(name=meta.name, profile=profile, target=meta.target.describe(),
@@ -61,81 +40,19 @@ def preamble(assets: str | None, exports: dict[str, str] | None = None) -> str:
     what only the runbook knows) are, and the environment the commands need."""
     if assets is None:
         return 'OUT="$PWD"\n'
-    assigned = " ".join(f"{name}={value}" for name, value in (exports or {}).items())
+    assigned = "".join(f" {name}={value}" for name, value in (exports or {}).items())
     return (f'OUT="$PWD" ASSETS="${{ASSETS:-$HOME/.paddlegen/{assets}}}" && '
-            f'mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" {assigned}\n')
+            f'mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH"{assigned}\n')
 
 
-def user_profile(cluster: str) -> str:
-    """The AWS CLI profile of the IAM user that runs the cluster tool: every block exports it,
-    so a new terminal runs as that user with nothing to remember."""
-    return f"paddlegen-{cluster}"
-
-
-def as_the_user(cluster: str) -> str:
-    """What the person does once, after the IAM step: give the user's profile a key."""
-    profile = user_profile(cluster)
-    return textwrap.fill(
-        f"From here on every block runs as that user, through the AWS CLI profile `{profile}` "
-        "that each block exports. Give that profile an access key of the user's, once:",
-        width=WIDTH, break_long_words=False, break_on_hyphens=False) + (
-        f'\n\n- as the administrator: `aws iam create-access-key --user-name "$IAM_USER"`\n'
-        f"- then `aws configure --profile {profile}`, with that key")
-
-
-def deploy_efs(stack: str, overrides: list[str]) -> str:
-    """Deploy (or update) the EFS stack; a deploy that changes nothing is no error, so the
-    block can be run again."""
-    return wrapped(["aws cloudformation deploy", f"--stack-name {q(stack)}",
-                    '--template-file "$OUT/aws/efs.cfn.yaml"', "--no-fail-on-empty-changeset",
-                    f"--parameter-overrides {overrides[0]}", *overrides[1:]]) + "\n"
-
-
-def stack_output(stack: str, key: str) -> str:
-    """The command that prints one output of a CloudFormation stack."""
-    return (f"aws cloudformation describe-stacks --stack-name {q(stack)} --query "
-            f"\"Stacks[0].Outputs[?OutputKey=='{key}'].OutputValue\" --output text")
-
-
-# The block after the one point where values from AWS flow back into the spec.
+# The block after the one point where values from the cloud flow back into the spec.
 REBUILD = ('SPEC="${SPEC:?set SPEC to the spec of this tree}"\n'
            'paddlegen build "$SPEC" -o "$OUT" && paddlegen build --check "$SPEC" -o "$OUT"\n')
 
 
-def group_policy_put(group: str) -> str:
-    """The inline policy of the IAM group (aws/iam-policy.json), also its name."""
-    return (f"aws iam put-group-policy --group-name {q(group)} --policy-name {q(group)} \\\n"
-            '  --policy-document "file://$OUT/aws/iam-policy.json"\n')
-
-
-def group_policy_deleted(group: str) -> str:
-    return f"aws iam delete-group-policy --group-name {q(group)} --policy-name {q(group)}\n"
-
-
-def group_policies(action: str, group: str, names: tuple[str, ...]) -> str:
-    """Attach (or detach) the managed policies to (or from) an IAM group, one ARN a line."""
-    arns = "".join(f"  {MANAGED_POLICY_PREFIX}{name} \\\n" for name in names)
-    return (f"for arn in \\\n{arns}; do\n"
-            f'  aws iam {action}-group-policy --group-name {q(group)} --policy-arn "$arn"\n'
-            "done\n")
-
-
-def iam_group(group: str, policies: tuple[str, ...], tool: str) -> str:
-    """A group of its own for the user that runs the tool, holding the managed policies (so
-    they do not count against the user's quota of ten); the user is kept in $ASSETS."""
-    return (f'IAM_USER="${{IAM_USER:?set IAM_USER to the IAM user that will run {tool}}}"\n'
-            'echo "$IAM_USER" > "$ASSETS/iam-user"\n'
-            f"aws iam get-group --group-name {q(group)} >/dev/null 2>&1 ||\n"
-            f"  aws iam create-group --group-name {q(group)}\n"
-            f"{group_policies('attach', group, policies)}"
-            f'aws iam add-user-to-group --group-name {q(group)} --user-name "$IAM_USER"\n')
-
-
-def iam_group_removed(group: str, policies: tuple[str, ...]) -> str:
-    return (f"aws iam remove-user-from-group --group-name {q(group)} "
-            '--user-name "$(cat "$ASSETS/iam-user")"\n'
-            f"{group_policies('detach', group, policies)}"
-            f"aws iam delete-group --group-name {q(group)}\n")
+def fill(paragraph: str) -> str:
+    """Prose wrapped as the runbooks' hand-written paragraphs are."""
+    return textwrap.fill(paragraph, WIDTH, break_long_words=False, break_on_hyphens=False)
 
 
 def kubectl(meta: Meta, command: str) -> str:
@@ -194,6 +111,22 @@ def copy_models(meta: Meta, training: PserverTraining) -> str:
             f'  echo "no models in {archive[1:-1]}: do not tear down yet" >&2; false\nfi\n')
 
 
+def copy_output(meta: Meta, training: CollectiveTraining) -> str:
+    """Copy the run's directory (its logs and what the script saved) off the shared volume
+    through a pod that mounts it, before anything is torn down: PaddlePaddle 3's counterpart of
+    copy_models."""
+    pod = output_pod(meta, training)
+    name = pod["metadata"]["name"]
+    archive = f'"$ASSETS/{training.name}-output.tar.gz"'
+    phase = kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
+    tar = f"exec {name} -- tar czf - -C {MODELS_MOUNT} {q(training.name)}"
+    return (f"{kubectl(meta, 'create -f -')} <<'EOF'\n{to_yaml(pod)}EOF\n"
+            f'until [ "$({phase})" = Running ]; do sleep 5; done\n'
+            f"{kubectl(meta, tar)} > {archive}\n"
+            f"{kubectl(meta, f'delete pod {name}')}\n"
+            f'tar -tzf {archive} >/dev/null && echo "the run\'s directory is in {archive[1:-1]}"\n')
+
+
 def delete_objects(meta: Meta) -> str:
     """Delete the tree's objects and wait for their pods to be gone."""
     pods = kubectl(meta, f"get pods -l app.kubernetes.io/instance={q(meta.name)} -o name")
@@ -201,28 +134,15 @@ def delete_objects(meta: Meta) -> str:
             f'until [ -z "$({pods})" ]; do sleep 5; done\n')
 
 
-def delete_load_balancers(vpc_lookup: str) -> str:
-    """Delete every Service of type LoadBalancer and wait until AWS has removed their ELBs
-    (named a<31 hex digits> by Kubernetes): CloudFormation cannot delete a VPC they use."""
-    elbs = ("aws elb describe-load-balancers --query "
-            "\"LoadBalancerDescriptions[?VPCId=='$VPC_ID'].LoadBalancerName\" --output text")
-    return (f"{LOAD_BALANCERS}\n"
-            'kubectl get svc --all-namespaces -o jsonpath="$LOAD_BALANCERS" |\n'
-            '  while read -r namespace service; do kubectl --namespace="$namespace" delete svc '
-            '"$service"; done\n'
-            f"VPC_ID=$({vpc_lookup})\n"
-            f"until [ -z \"$({elbs} | tr '\\t' '\\n' | grep -E '^a[0-9a-f]{{31}}$')\" ]; do "
-            "sleep 10; done\n")
-
-
-def data_parts(data: DataJob, training: PserverTraining) -> str:
-    """Where the data Job writes each trainer's part on EFS, where the trainers read it, and
-    where their output goes."""
+def data_parts(data: DataJob, training: PserverTraining, data_mount: str, words: str) -> str:
+    """Where the data Job writes each trainer's part on the shared volume (`words`: what it is
+    called; the data Job mounts it at `data_mount`), where the trainers read it, and where
+    their output goes."""
     return (f"The data Job splits the data into {data.split_count} parts, "
-            f"`{training.name}/0/data` to\n`{training.name}/{data.split_count - 1}/data` on EFS "
-            f"(it mounts EFS at `{DATA_MOUNT}`, the\ntrainers at `{training.job_path}`); the "
-            f"trainers wait for {training.data_ready.meaning}.\n"
-            + outputs(training, f"on EFS: `{training.name}/output/`"))
+            f"`{training.name}/0/data` to\n`{training.name}/{data.split_count - 1}/data` on "
+            f"{words} (it mounts {words} at `{data_mount}`, the\ntrainers at "
+            f"`{training.job_path}`); the trainers wait for {training.data_ready.meaning}.\n"
+            + outputs(training, f"on {words}: `{training.name}/output/`"))
 
 
 def outputs(training: PserverTraining, where: str) -> str:
@@ -254,8 +174,3 @@ def network_policy_note(meta: Meta, plugins: str = "Calico, Cilium") -> str:
     return ("\n\nThe job's NetworkPolicy admits traffic to its pods only from its trainers, and "
             "only to the pserver ports; it takes effect only with a network plugin that enforces "
             f"NetworkPolicies ({plugins}), and is ignored otherwise.")
-
-
-def mount_command(source: str, target: str) -> str:
-    return (f"sudo mkdir -p {target} && sudo mount -t nfs4 -o {','.join(EFS_MOUNT_OPTIONS)} "
-            f"{source}:/ {target}")

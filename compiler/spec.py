@@ -11,8 +11,8 @@ from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel
 
-from paddlegen.compiler.loader import Document, Path, load_text
-from paddlegen.compiler.problems import Problem, SpecError, dotted, elided, quoted
+from paddlegen.compiler.loader import Document, load_text
+from paddlegen.compiler.problems import FieldPath, Problem, SpecError, dotted, elided, quoted
 from paddlegen.compiler.profile import Profile
 from paddlegen.profiles import PROFILES
 from paddlegen.schema.models import SpecBase
@@ -53,13 +53,15 @@ def load_spec(raw: bytes, filename: str, strict: bool = False,
         raise SpecError([profile_problem(document, name)])
     profile = PROFILES[name]
     merged = merge(profile_document(name), document)
-    spec, problems = validate(merged, profile.model)
+    spec, problems, invalid = validate(merged, profile.model)
     if kube_version:
         spec = spec.model_copy(update={"kube_version": kube_version})
-    complete = not problems
+    # On a spec with schema errors, its invalid fields are missing (or defaulted): a rule that
+    # reads one cannot be evaluated, and is not run.
     problems += [Problem(merged.position(path), dotted(path), rule.name, message,
                          "error" if strict else rule.severity)
-                 for rule in profile.rules for path, message in checked(rule, spec, complete)]
+                 for rule in profile.rules if not rule.reads_any(invalid)
+                 for path, message in rule.check(spec)]
     unfilled = placeholders(document)
     if unfilled:  # what else is wrong there follows from the placeholder
         paths = {p.path for p in unfilled}
@@ -72,7 +74,7 @@ def load_spec(raw: bytes, filename: str, strict: bool = False,
 
 def without_contradicted_warnings(problems: list[Problem]) -> list[Problem]:
     """Problems less the warnings about a field that has an error (or about a part or a whole
-    of one): a rule run on a spec whose invalid field is missing would warn that it is unset."""
+    of one), from the schema or another rule: advice on a value that is wrong is noise."""
     errors = [p.path for p in problems if p.severity == "error"]
 
     def related(a: str, b: str) -> bool:
@@ -89,7 +91,7 @@ def placeholders(document: Document) -> list[Problem]:
     """A problem for each value still written as a placeholder, `<what to put here>` (as the
     starters of `paddlegen init` write them)."""
     found = []
-    pending: list[tuple[Path, Any]] = [((), document.data)]
+    pending: list[tuple[FieldPath, Any]] = [((), document.data)]
     while pending:
         path, value = pending.pop()
         if isinstance(value, dict):
@@ -100,17 +102,6 @@ def placeholders(document: Document) -> list[Problem]:
             found.append(Problem(document.position(path), dotted(path), "placeholder",
                                  f"still a placeholder: put {elided(match[1])} here"))
     return found
-
-
-def checked(rule: Any, spec: SpecBase, complete: bool) -> list[tuple[Path, str]]:
-    """A rule's violations. On a spec with schema errors, its invalid fields are missing: a rule
-    that reads one cannot be evaluated, and says nothing."""
-    if complete:
-        return list(rule.check(spec))
-    try:
-        return list(rule.check(spec))
-    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
-        return []
 
 
 def profile_problem(document: Document, profile: object) -> Problem:
@@ -135,18 +126,27 @@ def merge(base: Document, override: Document) -> Document:
                     {**base.keys, **override.keys}, {**base.texts, **override.texts})
 
 
-def validate(document: Document, model: type[SpecBase]) -> tuple[SpecBase, list[Problem]]:
+class Validated(NamedTuple):
+    spec: SpecBase
+    problems: list[Problem]
+    # where the schema errors are, but for unknown keys (which leave the fields beside them
+    # valid): no rule that reads there runs
+    invalid: list[FieldPath]
+
+
+def validate(document: Document, model: type[SpecBase]) -> Validated:
     """The spec, or, with a problem for each schema error, a spec of the fields that are valid
     (the others missing), so that the rules that can still be evaluated are."""
     from pydantic import ValidationError
 
     try:
-        return model.model_validate(document.data), []
+        return Validated(model.model_validate(document.data), [], [])
     except ValidationError as error:
-        problems = [pydantic_problem(document, model, e) for e in error.errors()]
+        errors = error.errors()
     partial = valid_part(model, document.data)
     assert isinstance(partial, SpecBase)
-    return partial, problems
+    return Validated(partial, [pydantic_problem(document, model, e) for e in errors],
+                     [tuple(e["loc"]) for e in errors if e["type"] != "extra_forbidden"])
 
 
 def valid_part(model: type[BaseModel], data: Any) -> BaseModel:
@@ -190,7 +190,7 @@ def field_adapter(model: type[BaseModel], name: str) -> Any:
 
 
 def pydantic_problem(document: Document, model: type[SpecBase], error: Any) -> Problem:
-    path: Path = tuple(error["loc"])
+    path: FieldPath = tuple(error["loc"])
     kind = error["type"]
     if kind == "extra_forbidden":
         known = field_names(model, path[:-1])
@@ -255,7 +255,7 @@ def plural(count: object, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def field_names(model: Any, path: Path) -> list[str]:
+def field_names(model: Any, path: FieldPath) -> list[str]:
     """The keys allowed in the mapping at `path` of `model`, by walking the models."""
     for part in path:
         if isinstance(part, int):

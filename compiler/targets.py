@@ -111,7 +111,7 @@ class KubeRelease:
 class Target:
     """What a spec deploys with: the tool that makes the cluster and the Kubernetes it runs."""
 
-    tool: str  # "kube-aws v0.9.1", "cluster/kube-up.sh of Kubernetes 1.5", "any cluster"
+    tool: str  # the cluster tool and its release, such as "cluster/kube-up.sh of Kubernetes 1.5"
     kube: KubeRelease
 
     def describe(self) -> str:

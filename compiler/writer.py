@@ -190,7 +190,12 @@ def _read_at(directory: int, name: str, limit: int) -> bytes | None:
         # a second link means the file also lives elsewhere: not one paddlegen wrote
         if not stat.S_ISREG(info.st_mode) or info.st_size > limit or info.st_nlink > 1:
             return None
-        return handle.read(limit + 1)
+        # its size, and a byte more to see whether it has grown since (then on to the limit):
+        # asking for the limit at once would allocate that much for every file
+        data = handle.read(info.st_size + 1)
+        if len(data) > info.st_size:
+            data += handle.read(limit - info.st_size)
+        return data
 
 
 def _is_regular(info: os.stat_result | None) -> bool:
@@ -724,23 +729,25 @@ def drift(out_dir: Path, artifacts: Sequence[Artifact]) -> str:
         raise _os_error("read", out_dir, error) from None
 
 
-def _not_comparable(tree: _Tree, path: str, owned: bool, wanted: str | None) -> str | None:
+def _compared(tree: _Tree, path: str, owned: bool,
+              wanted: str | None) -> tuple[str | None, bytes | None]:
     """Why a path is drift to be named rather than diffed (its content is not paddlegen's to
-    show), or None."""
+    show), or None; and else the file's bytes, read once (None: there is no file)."""
     reason = _in_the_way(tree, path)
     if reason:
-        return reason
+        return reason, None
     info = tree.lstat(path)
     if info is None:
-        return None
+        return None, None
     if stat.S_ISLNK(info.st_mode):
-        return "a symlink, not written by paddlegen"
-    if tree.read(path) is None:
-        return "not a file paddlegen writes"
-    if not owned and (wanted is None or tree.read(path) != wanted.encode()):
+        return "a symlink, not written by paddlegen", None
+    raw = tree.read(path)
+    if raw is None:
+        return "not a file paddlegen writes", None
+    if not owned and (wanted is None or raw != wanted.encode()):
         return "not written by paddlegen" + ("" if wanted is None else
-                                               "; paddlegen build --force replaces it")
-    return None
+                                               "; paddlegen build --force replaces it"), None
+    return None, raw
 
 
 def _drift(tree: _Tree, expected: dict[str, str]) -> str:
@@ -761,11 +768,10 @@ def _drift(tree: _Tree, expected: dict[str, str]) -> str:
     named = {**_foreign_k8s_files(tree, expected.keys() | owned)}
     comparable: dict[str, str | None] = {}
     for path in expected.keys() | owned:
-        note = _not_comparable(tree, path, path in owned, expected.get(path))
+        note, raw = _compared(tree, path, path in owned, expected.get(path))
         if note:
             named[path] = note
         else:
-            raw = tree.read(path)
             comparable[path] = None if raw is None else raw.decode("utf-8", errors="replace")
     notes += [f"{shown(tree.label)}/{shown(path)}: {named[path]}" for path in sorted(named)]
     diffable = {path: text for path, text in expected.items() if path not in named}

@@ -14,7 +14,8 @@ from typing import Any
 from paddlegen.compiler.profile import Profile
 
 # Profile name -> its module in this package.
-MODULES = {"kube-aws": "kube_aws", "kube-up": "kube_up", "local": "local", "eks": "eks"}
+MODULES = {"kube-aws": "kube_aws", "kube-up": "kube_up", "local": "local", "eks": "eks",
+           "kubernetes": "kubernetes"}
 
 
 class _Registry(Mapping[str, "Profile[Any, Any]"]):

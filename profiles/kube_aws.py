@@ -11,12 +11,10 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
-from shlex import quote as q
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from paddlegen.compiler import efs
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.explain import pserver_explanation
 from paddlegen.compiler.kube_objects import (
@@ -24,22 +22,17 @@ from paddlegen.compiler.kube_objects import (
     data_job,
     namespace,
     network_policy,
-    persistent_volume,
-    persistent_volume_claim,
     pod_reader,
     training_job,
 )
-from paddlegen.compiler.loader import Path
 from paddlegen.compiler.plan import (
     DataJob,
-    EfsVolume,
     Meta,
     PserverTraining,
-    bucket_of,
     claim_jobs,
     meta_of,
 )
-from paddlegen.compiler.problems import dotted
+from paddlegen.compiler.problems import FieldPath, dotted
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import Quoted, to_json, to_yaml
 from paddlegen.compiler.rules import (
@@ -53,22 +46,25 @@ from paddlegen.compiler.rules import (
     release_fields,
     resource_limits,
     rule,
-    s3_bucket_name,
     split_count,
     storage_request,
     system_namespace,
     training_image_tag,
     worker_capacity,
-    zone_in_region,
 )
 from paddlegen.compiler.targets import KubeRelease, Target
-from paddlegen.profiles.aws import cost
+from paddlegen.compiler.template import render
+from paddlegen.profiles.aws import cost, efs
+from paddlegen.profiles.aws import formats as aws_p
+from paddlegen.profiles.aws import runbook as aws_rb
+from paddlegen.profiles.aws.models import EfsStorage
+from paddlegen.profiles.aws.rules import bucket_of, s3_bucket_name, zone_in_region
+from paddlegen.profiles.aws.storage import SEED_DATA_MOUNT, EfsVolume, seed_claim
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
     INT32_MAX,
     ClusterTraining,
     DatasetSettings,
-    EfsStorage,
     SpecBase,
     SpecModel,
     text,
@@ -99,36 +95,38 @@ class KubeAwsCluster(SpecModel):
     kube_aws_version: KubeAwsVersion = Field(description=(
         "The kube-aws release that builds the cluster: v0.9.1 (the tutorials'; Kubernetes 1.4.6) "
         "or v0.9.9 (Kubernetes 1.8.4, with RBAC); each reads its own cluster.yaml."))
-    name: Annotated[str, text(p.STACK_NAME, "Cluster name; kube-aws uses it as the stack name.")]
-    region: Annotated[str, text(p.REGION, "AWS region, e.g. us-west-2.")]
+    name: Annotated[
+        str, text(aws_p.STACK_NAME, "Cluster name; kube-aws uses it as the stack name.")
+    ]
+    region: Annotated[str, text(aws_p.REGION, "AWS region, e.g. us-west-2.")]
     availability_zone: Annotated[
-        str, text(p.ZONE, "Availability zone inside `region`, e.g. us-west-2a.")
+        str, text(aws_p.ZONE, "Availability zone inside `region`, e.g. us-west-2a.")
     ]
     account_id: Annotated[
-        str, text(p.ACCOUNT_ID, "AWS account id: 12 digits, quoted so YAML keeps it a string.")
+        str, text(aws_p.ACCOUNT_ID, "AWS account id: 12 digits, quoted so YAML keeps it a string.")
     ]
-    key_name: Annotated[str, text(p.KEY_NAME, "Name of the EC2 key pair for SSH to the nodes.")]
+    key_name: Annotated[str, text(aws_p.KEY_NAME, "Name of the EC2 key pair for SSH to the nodes.")]
     kms_key_arn: Annotated[
-        str | None, text(p.KMS_KEY_ARN, (
+        str | None, text(aws_p.KMS_KEY_ARN, (
             "ARN of the KMS key that encrypts the cluster's TLS assets. Leave it out of the "
             "first build: the runbook makes the key and prints it."))
     ] = None
     external_dns_name: Annotated[
         str, text(p.HOSTNAME, "DNS name of the API server (kube-aws externalDNSName).")
     ] = Field(alias="externalDNSName")
-    s3_uri: Annotated[str, text(p.S3_URI, "s3://bucket/prefix for `kube-aws up --s3-uri`.")]
+    s3_uri: Annotated[str, text(aws_p.S3_URI, "s3://bucket/prefix for `kube-aws up --s3-uri`.")]
     worker_count: Annotated[
         int | None,
         Field(ge=1, le=1000, description="Worker nodes; defaults to training.nodes."),
     ] = None
     controller_instance_type: Annotated[
-        str | None, text(p.INSTANCE_TYPE, "EC2 instance type of the controller.")
+        str | None, text(aws_p.INSTANCE_TYPE, "EC2 instance type of the controller.")
     ] = None
     controller_root_volume_size: Annotated[
         int | None, Field(ge=1, le=16384, description="Controller root disk, GiB.")
     ] = None
     worker_instance_type: Annotated[
-        str | None, text(p.INSTANCE_TYPE, "EC2 instance type of the workers.")
+        str | None, text(aws_p.INSTANCE_TYPE, "EC2 instance type of the workers.")
     ] = None
     worker_root_volume_size: Annotated[
         int | None, Field(ge=1, le=16384, description="Worker root disk, GiB.")
@@ -157,7 +155,7 @@ class KubeAwsCluster(SpecModel):
         str | None, text(p.HOSTNAME, "Route 53 hosted zone name for createRecordSet.")
     ] = None
     hosted_zone_id: Annotated[
-        str | None, text(p.HOSTED_ZONE_ID, "Route 53 hosted zone id for createRecordSet.")
+        str | None, text(aws_p.HOSTED_ZONE_ID, "Route 53 hosted zone id for createRecordSet.")
     ] = Field(default=None, alias="hostedZoneId")
     record_set_ttl: Annotated[
         int | None, Field(ge=1, le=INT32_MAX, description="TTL of the record set, seconds.")
@@ -178,6 +176,9 @@ class KubeAwsSpec(SpecBase):
 CALICO = "Calico, Cilium; kube-aws with `useCalico`"
 
 
+TARGET_READS = ("cluster.kubeAwsVersion",)  # what target() reads of the spec
+
+
 def target(spec: KubeAwsSpec) -> Target:
     return TARGETS[spec.cluster.kube_aws_version]
 
@@ -190,19 +191,19 @@ NETWORK_DEFAULTS = {"vpcCIDR": "10.0.0.0/16", "instanceCIDR": "10.0.0.0/24",
 
 # The values only AWS knows, which the runbook makes and prints (its steps 2 and 3): a first
 # build goes without them and writes only those steps.
-PENDING: tuple[tuple[Path, str], ...] = (
+PENDING: tuple[tuple[FieldPath, str], ...] = (
     (("cluster", "kmsKeyArn"), "step 2 makes the KMS key and step 3 prints its ARN"),
     (("storage", "efs", "dnsName"), "step 2 makes the file system and step 3 prints its name"),
 )
 
 
-def pending_paths(spec: KubeAwsSpec) -> tuple[Path, ...]:
-    values: dict[Path, str | None] = {("cluster", "kmsKeyArn"): spec.cluster.kms_key_arn,
+def pending_paths(spec: KubeAwsSpec) -> tuple[FieldPath, ...]:
+    values: dict[FieldPath, str | None] = {("cluster", "kmsKeyArn"): spec.cluster.kms_key_arn,
               ("storage", "efs", "dnsName"): spec.storage.efs.dns_name}
     return tuple(path for path, _ in PENDING if values[path] is None)
 
 
-@rule("pending", severity="warning")
+@rule("pending", severity="warning", reads=("cluster.kmsKeyArn", "storage.efs.dnsName"))
 def pending_values(spec: KubeAwsSpec) -> Iterable[Violation]:
     """cluster.kmsKeyArn and storage.efs.dnsName may be left out until RUNBOOK.md has made them:
     its steps 2 and 3 create the KMS key and the EFS file system and print both values. Until
@@ -215,7 +216,7 @@ def pending_values(spec: KubeAwsSpec) -> Iterable[Violation]:
                          "steps 0 to 3, so put it here and rebuild after them")
 
 
-@rule("kms-key-arn")
+@rule("kms-key-arn", reads=("cluster.kmsKeyArn", "cluster.region", "cluster.accountId"))
 def kms_key_arn(spec: KubeAwsSpec) -> Iterable[Violation]:
     """kmsKeyArn names the cluster's region and account (KMS keys are regional)."""
     cluster = spec.cluster
@@ -231,7 +232,7 @@ def kms_key_arn(spec: KubeAwsSpec) -> Iterable[Violation]:
             f"the key belongs to account {account}, not accountId {cluster.account_id}")
 
 
-@rule("efs-region")
+@rule("efs-region", reads=("storage.efs.dnsName", "cluster.region"))
 def efs_region(spec: KubeAwsSpec) -> Iterable[Violation]:
     """The EFS file system is in the cluster's region (NFS mounts do not cross regions)."""
     if spec.storage.efs.dns_name is None:
@@ -242,7 +243,7 @@ def efs_region(spec: KubeAwsSpec) -> Iterable[Violation]:
             f"the file system is in {region} but the cluster in {spec.cluster.region}")
 
 
-@rule("kube-aws-network")
+@rule("kube-aws-network", reads=tuple(f"cluster.{key}" for key in NETWORK_DEFAULTS))
 def kube_aws_network(spec: KubeAwsSpec) -> Iterable[Violation]:
     """kube-aws's own network checks: vpcCIDR contains instanceCIDR; the VPC, pod and Service
     ranges do not overlap; dnsServiceIP lies in serviceCIDR and is neither its network address
@@ -280,7 +281,8 @@ def kube_aws_network(spec: KubeAwsSpec) -> Iterable[Violation]:
             f"use e.g. {service.network_address + 10}")
 
 
-@rule("record-set")
+@rule("record-set", reads=("cluster.createRecordSet", "cluster.recordSetTTL", "cluster.hostedZone",
+                          "cluster.hostedZoneId", "cluster.kubeAwsVersion"))
 def record_set(spec: KubeAwsSpec) -> Iterable[Violation]:
     """createRecordSet needs exactly one of hostedZone and hostedZoneId (v0.9.9: hostedZoneId;
     it names the zone by id only), and recordSetTTL means something only with createRecordSet
@@ -309,7 +311,7 @@ V099_ROLE_NAME = "{cluster}-Controlplane-PRK1CVQNY7XZ-{region}-"
 IAM_ROLE_NAME_LIMIT = 64
 
 
-@rule("iam-role-name")
+@rule("iam-role-name", reads=("cluster.kubeAwsVersion", "cluster.name", "cluster.region"))
 def iam_role_name(spec: KubeAwsSpec) -> Iterable[Violation]:
     """kube-aws v0.9.9 derives the controllers' IAM role name from the cluster name and the
     region (<cluster>-Controlplane-<id>-<region>-...), which IAM limits to 64 characters."""
@@ -348,7 +350,7 @@ NAME_LIMITS = (
 )
 
 
-@rule("aws-names")
+@rule("aws-names", reads=("cluster.name", "cluster.keyName"))
 def aws_name_limits(spec: KubeAwsSpec) -> Iterable[Violation]:
     """The names the runbook derives stay within AWS's limits (an IAM group or policy name 128
     characters, a stack name 128, a KMS alias 256), and the key pair's file <keyName>.pem is a
@@ -379,7 +381,7 @@ class KubeAwsPlan:
     volume: EfsVolume | None  # the PersistentVolume of the file system; None while pending
     data: DataJob
     training: PserverTraining
-    pending: tuple[Path, ...]  # values the runbook makes that the spec does not hold yet
+    pending: tuple[FieldPath, ...]  # values the runbook makes that the spec does not hold yet
 
 
 def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
@@ -391,7 +393,8 @@ def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
     volume = None if storage.efs.dns_name is None else EfsVolume(
         f"{namespace}-{storage.claim_name}", storage.claim_name, storage.efs.dns_name,
         storage.capacity, storage.request)
-    data, training = claim_jobs(name, storage.claim_name, spec.dataset, t, tgt.kube)
+    claim = seed_claim(storage.claim_name)
+    data, training = claim_jobs(name, claim, spec.dataset, t, tgt.kube)
     return KubeAwsPlan(meta_of(spec, tgt, t.image), cluster, aws_names(cluster),
                        bucket_of(cluster.s3_uri), volume, data, training, pending_paths(spec))
 
@@ -400,10 +403,9 @@ def objects(plan: KubeAwsPlan) -> list[Object]:
     meta, training = plan.meta, plan.training
     if plan.pending or plan.volume is None:
         return []  # the cluster they run on needs the pending values first
-    return [*namespace(meta), persistent_volume(meta, plan.volume),
-            persistent_volume_claim(meta, plan.volume), *pod_reader(meta, training.pod_reader),
-            *network_policy(meta, training.ports),
-            data_job(meta, plan.data, plan.volume.claim_name), training_job(meta, training)]
+    return [*namespace(meta), *plan.volume.objects(meta),
+            *pod_reader(meta, training.pod_reader), *network_policy(meta, training.ports),
+            data_job(meta, plan.data, plan.volume.claim), training_job(meta, training)]
 
 
 def present(pairs: dict[str, Any]) -> dict[str, Any]:
@@ -513,78 +515,15 @@ def files(plan: KubeAwsPlan) -> dict[str, str]:
 
 
 def runbook(plan: KubeAwsPlan, manifest_paths: list[str]) -> str:
-    meta, c, names = plan.meta, plan.cluster, plan.names
-    key, version, kube = q(c.key_name), c.kube_aws_version, meta.target.kube
-    p = rb.preamble(c.name, {"KUBECONFIG": '"$ASSETS/kubeconfig"',
-                             "AWS_DEFAULT_REGION": q(c.region),
-                             "AWS_PROFILE": q(rb.user_profile(c.name))})
-    vpc = (f"aws ec2 describe-vpcs --filters Name=tag:Name,Values={q(c.name + '-vpc')} "
-           "--query 'Vpcs[0].VpcId' --output text")
-    group_name, policies = names.iam_group, rb.SEED_MANAGED_POLICIES
-    if plan.pending or c.kms_key_arn is None:
-        fields = " and ".join(f"`{dotted(path)}`" for path in plan.pending)
-        rebuild = (f"Put what it printed in the spec ({fields}),\nrebuild this tree, check it, "
-                   "and go on at step 4 of the rebuilt RUNBOOK.md (this build has none yet):")
-        rest = ""
-    else:
-        rebuild = ("If that printed a line, put that value in the spec, rebuild this tree, check "
-                   "it, and go on with\nthe rebuilt RUNBOOK.md:")
-        rest = runbook_rest(plan, manifest_paths, p, vpc, c.kms_key_arn)
-    return rb.header(meta, "kube-aws") + before_you_start(c) + f"""
-## 0. Tools: the AWS CLI, kube-aws {version}, kubectl {kube.version}, paddlegen
-
-The cluster's assets (TLS keys, kubeconfig, the SSH key, the models at the end) are secrets:
-they go to `$ASSETS`, out of this directory, which you commit.
-
-```sh
-{p}curl -fL {KUBE_AWS_RELEASES}/{version}/kube-aws-linux-amd64.tar.gz |
-  tar xz -C "$ASSETS/bin" --strip-components=1 linux-amd64/kube-aws
-curl -fLo "$ASSETS/bin/kubectl" https://dl.k8s.io/release/v{kube.version}/bin/linux/amd64/kubectl
-chmod +x "$ASSETS/bin/kubectl"
-```
-
-## 1. IAM, as an administrator of the account: a group for the user that runs kube-aws
-
-A group of its own holds the ten managed policies, so they do not count against the user's own
-quota of ten.
-
-```sh
-{p}{rb.AS_ADMINISTRATOR}{rb.iam_group(group_name, policies, "kube-aws")}```
-
-{rb.as_the_user(c.name)}
-
-## 2. The key pair, the KMS key, the S3 bucket and the EFS file system ({c.region})
-
-```sh
-{p}aws ec2 describe-key-pairs --key-names {key} >/dev/null 2>&1 ||
-  aws ec2 create-key-pair --key-name {key} --query KeyMaterial --output text \\
-    > "$ASSETS/"{q(names.key_file)}
-chmod 400 "$ASSETS/"{q(names.key_file)}
-aws kms describe-key --key-id {q(names.kms_alias)} >/dev/null 2>&1 ||
-  aws kms create-alias --alias-name {q(names.kms_alias)} --target-key-id "$(aws kms create-key \\
-    --description {q('kube-aws assets of ' + c.name)} --query KeyMetadata.KeyId --output text)"
-aws s3api head-bucket --bucket {q(plan.s3_bucket)} 2>/dev/null ||
-  {{ aws s3 mb s3://{q(plan.s3_bucket)} && touch "$ASSETS/bucket-created"; }}
-{rb.deploy_efs(names.efs_stack, [f"{name}=" for name in efs.NETWORK_PARAMETERS])}```
-
-The first deploy of `aws/efs.cfn.yaml` makes the encrypted file system alone; step 6 gives it
-the cluster's network.
-
-## 3. The two values only AWS knows, into the spec
-
-```sh
-{p}KMS_KEY_ARN=$(aws kms describe-key --key-id {q(names.kms_alias)} --query KeyMetadata.Arn \\
-  --output text)
-EFS_DNS_NAME=$({rb.stack_output(names.efs_stack, "DnsName")})
-{differs("$KMS_KEY_ARN", c.kms_key_arn, "cluster.kmsKeyArn")}
-{differs("$EFS_DNS_NAME", plan.volume.server if plan.volume else None, "storage.efs.dnsName")}
-```
-
-{rebuild}
-
-```sh
-{p}{rb.REBUILD}```
-{rest}"""
+    """Steps 0 to 3 (the tools, IAM, and what only AWS knows), then, once the spec holds AWS's
+    values, steps 4 to 9: the cluster, the job and the teardown."""
+    return render(__package__, "kube-aws.md.j2", {
+        "plan": plan, "manifest_paths": manifest_paths, "rb": rb, "aws_rb": aws_rb,
+        "releases": KUBE_AWS_RELEASES, "calico": CALICO,
+        "first_deploy": [f"{name}=" for name in efs.NETWORK_PARAMETERS],
+        "worker_subnet": efs.WORKER_SUBNET, "data_mount": SEED_DATA_MOUNT,
+        "volume_words": EfsVolume.words, "before_you_start": before_you_start(plan.cluster),
+        "dotted": dotted})
 
 
 # The instance types kube-aws gives a role the spec leaves unset (its `init`'s cluster.yaml).
@@ -617,121 +556,6 @@ def before_you_start(c: KubeAwsCluster) -> str:
         "which removes what this runbook made.", needs)
 
 
-def differs(variable: str, value: str | None, field: str) -> str:
-    """A line printing `field: <the value AWS has>`, unless the spec holds that value already."""
-    show = f'echo "{field}: {variable}"'
-    return show if value is None else f'[ "{variable}" = {q(value)} ] || {show}'
-
-
-def runbook_rest(plan: KubeAwsPlan, manifest_paths: list[str], p: str, vpc: str,
-                 kms_key_arn: str) -> str:
-    """Steps 4 to 9: the cluster, the job and the teardown, once the spec has AWS's values."""
-    meta, c, names, training, data = plan.meta, plan.cluster, plan.names, plan.training, plan.data
-    *first, training_manifest = manifest_paths
-    name, key, stack = q(c.name), q(c.key_name), q(names.efs_stack)
-    version = c.kube_aws_version
-    init_dns = ""
-    if version == "v0.9.9":  # its init writes the API endpoint and wants the DNS choice made
-        init_dns = (f" \\\n    --hosted-zone-id={q(c.hosted_zone_id)}"
-                    if c.create_record_set and c.hosted_zone_id else " \\\n    --no-record-set")
-    if c.create_record_set:
-        dns = (f"kube-aws creates the record of `{c.external_dns_name}` in the hosted zone; "
-               f"check that `kubectl get nodes` lists {c.worker_count} Ready workers.")
-    else:
-        dns = f"""```sh
-{p}CONTROLLER_DNS=$(cd "$ASSETS" && kube-aws status |
-  sed -n 's/^Controller DNS Names*:[[:space:]]*//p' | cut -d, -f1)
-dig +short "$CONTROLLER_DNS"
-```
-
-Point `{c.external_dns_name}` at one of those addresses (an A record, or a line in `/etc/hosts`),
-then check that `kubectl get nodes` lists {c.worker_count} Ready workers."""
-    group_name, policies = names.iam_group, rb.SEED_MANAGED_POLICIES
-    return f"""
-## 4. The inline policy: the cluster's stacks and this KMS key only
-
-```sh
-{p}{rb.group_policy_put(names.iam_group)}```
-
-## 5. The cluster ({c.worker_count} workers)
-
-```sh
-{p}(
-  cd "$ASSETS"
-  [ -f cluster.yaml ] || kube-aws init \\
-    --cluster-name={name} \\
-    --external-dns-name={q(c.external_dns_name)} \\
-    --region={q(c.region)} \\
-    --availability-zone={q(c.availability_zone)} \\
-    --key-name={key} \\
-    --kms-key-arn={q(kms_key_arn)}{init_dns}
-  cp "$OUT/aws/cluster.yaml" cluster.yaml
-  [ -d credentials ] || kube-aws render credentials --generate-ca
-  kube-aws render stack
-  kube-aws up --s3-uri {q(c.s3_uri)}
-)
-```
-
-## 6. DNS, and the file system in the cluster's network
-
-{dns}
-
-```sh
-{p}VPC_ID=$({vpc})
-SUBNET_ID=$(aws ec2 describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
-  Name=availability-zone,Values={q(c.availability_zone)} --query 'Subnets[0].SubnetId' \\
-  --output text)
-WORKER_SG=$(aws ec2 describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
-  Name=tag:Name,Values={q(c.name + "-sg-worker")} --query 'SecurityGroups[0].GroupId' \\
-  --output text)
-{rb.deploy_efs(names.efs_stack, ['VpcId="$VPC_ID"', 'WorkerSecurityGroupId="$WORKER_SG"',
-                                f'{efs.WORKER_SUBNET}="$SUBNET_ID"'])}```
-
-Its security group admits NFS (TCP 2049) from the workers' security group and nothing else.
-
-## 7. Data and training
-
-```sh
-{p}{rb.creates(first)}{rb.after_job(meta, data.name, rb.creates([training_manifest])
-                                   + rb.follow_trainers(meta, training))}```
-
-{rb.data_parts(data, training)} {rb.failures(meta, training)}\
-{rb.network_policy_note(meta, CALICO)}
-
-## 8. The models, off EFS before anything is deleted
-
-```sh
-{p}{rb.copy_models(meta, training)}```
-
-Go on only if it said the models are safe.
-
-## 9. Teardown, in this order
-
-```sh
-{p}{rb.delete_objects(meta)}{rb.delete_load_balancers(vpc)}\
-aws cloudformation delete-stack --stack-name {stack}
-aws cloudformation wait stack-delete-complete --stack-name {stack}
-(cd "$ASSETS" && kube-aws destroy)
-aws cloudformation wait stack-delete-complete --stack-name {name}
-aws s3 rm {q(c.s3_uri)} --recursive
-if [ -f "$ASSETS/bucket-created" ] && [ -z "$(aws s3 ls s3://{q(plan.s3_bucket)})" ]; then
-  aws s3 rb s3://{q(plan.s3_bucket)} && rm "$ASSETS/bucket-created"
-fi
-aws kms schedule-key-deletion --key-id "$(aws kms describe-key --key-id {q(names.kms_alias)} \\
-  --query KeyMetadata.KeyId --output text)" --pending-window-in-days 7
-aws kms delete-alias --alias-name {q(names.kms_alias)}
-aws ec2 delete-key-pair --key-name {key} && rm -f "$ASSETS/"{q(names.key_file)}
-{rb.group_policy_deleted(names.iam_group)}```
-
-The Services' load balancers and the EFS stack go before the cluster's stack, which cannot delete
-its VPC while they use it; the bucket goes only if this runbook made it and it is empty. Last, as
-the administrator:
-
-```sh
-{p}{rb.AS_ADMINISTRATOR}{rb.iam_group_removed(group_name, policies)}```
-"""
-
-
 def explain(plan: KubeAwsPlan) -> Explanation:
     return pserver_explanation(plan.meta, "kube-aws", plan.training, plan.data.out_dir)
 
@@ -743,9 +567,11 @@ PROFILE = Profile(
             "`aws/iam-policy.json`, EFS PV and claim, data Job, training Job",
     model=KubeAwsSpec,
     rules=(port_range, gradient_servers, worker_capacity,
-           kube_version(target, "; cluster.kubeAwsVersion chooses the release"),
-           launcher_release(target),
-           release_fields(target, JOBS), resource_limits(JOBS), job_names, split_count,
+           kube_version(target, "; cluster.kubeAwsVersion chooses the release",
+                        target_reads=TARGET_READS),
+           launcher_release(target, target_reads=TARGET_READS),
+           release_fields(target, JOBS, target_reads=TARGET_READS), resource_limits(JOBS),
+           job_names, split_count,
            zone_in_region, pending_values, kms_key_arn, efs_region, storage_request,
            kube_aws_network, record_set, iam_role_name, aws_name_limits, s3_bucket_name,
            training_image_tag, dataset_image_tag, system_namespace),

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from shlex import quote as q
 from typing import Annotated, Literal
 
 from pydantic import Field
 
-from paddlegen.compiler import efs
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.explain import pserver_explanation
 from paddlegen.compiler.kube_objects import (
@@ -30,10 +28,8 @@ from paddlegen.compiler.plan import (
     HostVolume,
     Meta,
     PserverTraining,
-    bucket_of,
     meta_of,
     pserver_training,
-    region_of,
 )
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import to_yaml
@@ -44,21 +40,24 @@ from paddlegen.compiler.rules import (
     port_range,
     release_fields,
     resource_limits,
-    s3_bucket_name,
     system_namespace,
     training_image_tag,
     worker_capacity,
-    zone_in_region,
 )
 from paddlegen.compiler.targets import KubeRelease, Target
-from paddlegen.profiles.aws import cost
+from paddlegen.compiler.template import render
+from paddlegen.profiles.aws import cost, efs
+from paddlegen.profiles.aws import formats as aws_p
+from paddlegen.profiles.aws import runbook as aws_rb
+from paddlegen.profiles.aws.rules import bucket_of, region_of, s3_bucket_name, zone_in_region
+from paddlegen.profiles.aws.storage import SEED_VOLUME
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import ClusterTraining, SpecBase, SpecModel, text
 
 RELEASE = "1.5.8"  # v1.5.x are the last releases whose cluster/kube-up.sh has the AWS provider
 TARGET = Target(f"cluster/kube-up.sh of Kubernetes v{RELEASE}", KubeRelease(RELEASE, "1.5"))
 # Seed 000: the seeds' managed policies but the KMS one (kube-up.sh encrypts nothing).
-MANAGED_POLICIES = tuple(name for name in rb.SEED_MANAGED_POLICIES
+MANAGED_POLICIES = tuple(name for name in aws_rb.SEED_MANAGED_POLICIES
                          if name != "AWSKeyManagementServicePowerUser")
 
 
@@ -66,23 +65,24 @@ class KubeUpCluster(SpecModel):
     """A cluster started by kubernetes' cluster/kube-up.sh on AWS."""
 
     name: Annotated[
-        str, text(p.STACK_NAME, "Instance name prefix (KUBE_AWS_INSTANCE_PREFIX), e.g. k8s.")
+        str, text(aws_p.STACK_NAME, "Instance name prefix (KUBE_AWS_INSTANCE_PREFIX), e.g. k8s.")
     ]
-    availability_zone: Annotated[str, text(p.ZONE, "Zone of the cluster (KUBE_AWS_ZONE).")]
+    availability_zone: Annotated[str, text(aws_p.ZONE, "Zone of the cluster (KUBE_AWS_ZONE).")]
     region: Annotated[
-        str | None, text(p.REGION, "Region of the zone; derived from availabilityZone if unset.")
+        str | None,
+        text(aws_p.REGION, "Region of the zone; derived from availabilityZone if unset."),
     ] = None
     worker_count: Annotated[
         int | None, Field(ge=1, le=1000, description="Nodes (NUM_NODES); defaults to nodes.")
     ] = None
     controller_instance_type: Annotated[
-        str, text(p.INSTANCE_TYPE, "EC2 instance type of the master (MASTER_SIZE).")
+        str, text(aws_p.INSTANCE_TYPE, "EC2 instance type of the master (MASTER_SIZE).")
     ]
     worker_instance_type: Annotated[
-        str, text(p.INSTANCE_TYPE, "EC2 instance type of the nodes (NODE_SIZE).")
+        str, text(aws_p.INSTANCE_TYPE, "EC2 instance type of the nodes (NODE_SIZE).")
     ]
     s3_uri: Annotated[
-        str | None, text(p.S3_URI, "s3://bucket for the release tarballs (AWS_S3_BUCKET); "
+        str | None, text(aws_p.S3_URI, "s3://bucket for the release tarballs (AWS_S3_BUCKET); "
                          "unset, kube-up.sh makes one named kubernetes-staging-<hash>.")
     ] = None
 
@@ -126,8 +126,8 @@ def derive(spec: KubeUpSpec) -> KubeUpPlan:
     # from starting on a volume without them.
     last_part = f"{job_dir}/{spec.training.nodes - 1}/data"
     data_ready = DataGate('[ -d "$1" ]', (last_part,), f"the directory {last_part}")
-    training = pserver_training(name, spec.training, HostVolume(spec.storage.host_path),
-                                data_ready, TARGET.kube)
+    volume = HostVolume(spec.storage.host_path, SEED_VOLUME)
+    training = pserver_training(name, spec.training, volume, data_ready, TARGET.kube)
     return KubeUpPlan(meta_of(spec, TARGET, spec.training.image), cluster,
                       spec.storage.host_path, f"{c.name}-efs", training)
 
@@ -167,12 +167,6 @@ def files(plan: KubeUpPlan) -> dict[str, str]:
             "aws/efs.cfn.yaml": to_yaml(efs.template(plan.cluster.name, plan.efs_stack))}
 
 
-# kube-up.sh's names (cluster/aws/util.sh, config-default.sh of v1.5): the key it makes the key
-# pair of, the user of its Debian images, its nodes' security group and Name tag.
-SSH_KEY = "$HOME/.ssh/kube_aws_rsa"
-SSH_USER = "admin"
-
-
 def before_you_start(c: KubeUpCluster) -> str:
     """What it costs, how long it takes and what it needs, before any block runs."""
     region, count = str(c.region), c.worker_count or 0
@@ -194,112 +188,10 @@ def before_you_start(c: KubeUpCluster) -> str:
 
 
 def runbook(plan: KubeUpPlan, manifest_paths: list[str]) -> str:
-    meta, c, training = plan.meta, plan.cluster, plan.training
-    host_job_dir = f"{plan.host_path}/{training.name}"
-    stack = q(plan.efs_stack)
-    p = rb.preamble(c.name, {"AWS_DEFAULT_REGION": q(str(c.region)),
-                             "AWS_PROFILE": q(rb.user_profile(c.name))})
-    vpc = (f"aws ec2 describe-vpcs --filters Name=tag:KubernetesCluster,Values={q(c.name)} "
-           "--query 'Vpcs[0].VpcId' --output text")
-    nodes = (f"aws ec2 describe-instances --filters Name=tag:Name,Values={q(c.name + '-minion')} "
-             "Name=instance-state-name,Values=running "
-             "--query 'Reservations[].Instances[].PublicIpAddress' --output text")
-    ssh = f'ssh -i "{SSH_KEY}" -o StrictHostKeyChecking=accept-new {SSH_USER}@"$ip"'
-    efs_dns = rb.stack_output(plan.efs_stack, "DnsName")
-    mount = rb.mount_command('"$EFS_DNS_NAME"', q(plan.host_path))
-    group_name, policies = f"{c.name}-kube-up", MANAGED_POLICIES
-    bucket = (f"aws s3 rm s3://{q(bucket_of(c.s3_uri))}/devel --recursive\n" if c.s3_uri else "")
-    unpack = f"sudo mkdir -p {host_job_dir} && sudo tar -C {host_job_dir} -xzf -"
-    return rb.header(meta, "kube-up") + before_you_start(c) + f"""
-## 0. Tools: the AWS CLI, and Kubernetes v{RELEASE}
-
-Its `cluster/kube-up.sh` is one of the last with the AWS provider, and its kubectl matches the
-cluster. `$ASSETS` keeps the release and what only this runbook knows, out of this directory.
-
-```sh
-{p}curl -fL https://dl.k8s.io/v{RELEASE}/kubernetes.tar.gz | tar xz -C "$ASSETS"
-ln -sf "$ASSETS/kubernetes/platforms/linux/amd64/kubectl" "$ASSETS/bin/kubectl"
-```
-
-## 1. IAM, as an administrator of the account: a group for the user that runs kube-up.sh
-
-```sh
-{p}{rb.AS_ADMINISTRATOR}{rb.iam_group(group_name, policies, "kube-up.sh")}```
-
-{rb.as_the_user(c.name)}
-
-## 2. The cluster ({c.worker_count} nodes in {c.availability_zone})
-
-```sh
-{p}. "$OUT/aws/kube-up.env"
-"$ASSETS/kubernetes/cluster/kube-up.sh"
-kubectl get nodes
-```
-
-## 3. EFS in the cluster's network, mounted on every node at `{plan.host_path}`
-
-```sh
-{p}VPC_ID=$({vpc})
-SUBNET_ID=$(aws ec2 describe-subnets --filters Name=vpc-id,Values="$VPC_ID" \\
-  --query 'Subnets[0].SubnetId' --output text)
-NODE_SG=$(aws ec2 describe-security-groups --filters Name=vpc-id,Values="$VPC_ID" \\
-  Name=group-name,Values={q("kubernetes-minion-" + c.name)} --query 'SecurityGroups[0].GroupId' \\
-  --output text)
-{rb.deploy_efs(plan.efs_stack, ['VpcId="$VPC_ID"', 'WorkerSecurityGroupId="$NODE_SG"',
-                                            f'{efs.WORKER_SUBNET}="$SUBNET_ID"'])}EFS_DNS_NAME=$({efs_dns})
-for ip in $({nodes}); do
-  {ssh} \\
-    {q("sudo apt-get install -y nfs-common && ")}"{mount}"
-done
-```
-
-The file system's security group admits NFS (TCP 2049) from the nodes' security group and
-nothing else. A node that the auto-scaling group replaces comes up without the mount: run this
-block again.
-
-## 4. The trainer config and the data
-
-Put the trainer config in `{host_job_dir}/{training.config_dir}/` and data part N in
-`{host_job_dir}/N/data/`, for N from 0 to {training.trainers - 1}; the trainers wait for the
-last part. From a local directory laid out that way, through one node:
-
-```sh
-{p}DATA_DIR="${{DATA_DIR:?set DATA_DIR to a directory holding {training.config_dir}/ and N/data/}}"
-ip=$({nodes} | cut -f1)
-tar -C "$DATA_DIR" -czf - . | {ssh} {q(unpack)}
-```
-
-## 5. Training
-
-```sh
-{p}{rb.creates(manifest_paths)}{rb.follow_trainers(meta, training)}```
-
-{rb.outputs(training, f"on the nodes: `{host_job_dir}/output/`")} {rb.failures(meta, training)}
-
-## 6. The models, off EFS before anything is deleted
-
-```sh
-{p}{rb.copy_models(meta, training)}```
-
-Go on only if it said the models are safe.
-
-## 7. Teardown, in this order
-
-```sh
-{p}{rb.delete_objects(meta)}{rb.delete_load_balancers(vpc)}\
-for ip in $({nodes}); do
-  {ssh} {q(f"sudo umount -l {plan.host_path}")}
-done
-aws cloudformation delete-stack --stack-name {stack}
-aws cloudformation wait stack-delete-complete --stack-name {stack}
-. "$OUT/aws/kube-up.env" && "$ASSETS/kubernetes/cluster/kube-down.sh"
-{bucket}```
-
-Last, as the administrator:
-
-```sh
-{p}{rb.AS_ADMINISTRATOR}{rb.iam_group_removed(group_name, policies)}```
-"""
+    return render(__package__, "kube-up.md.j2", {
+        "plan": plan, "manifest_paths": manifest_paths, "rb": rb, "aws_rb": aws_rb,
+        "release": RELEASE, "policies": MANAGED_POLICIES, "worker_subnet": efs.WORKER_SUBNET,
+        "before_you_start": before_you_start(plan.cluster), "bucket_of": bucket_of})
 
 
 def explain(plan: KubeUpPlan) -> Explanation:
@@ -312,9 +204,9 @@ PROFILE = Profile(
             "for cluster/kube-up.sh, the training Job on "
             "the hosts' EFS mount",
     model=KubeUpSpec,
-    rules=(port_range, gradient_servers, worker_capacity, kube_version(target),
-           launcher_release(target),
-           release_fields(target, ("training",)), resource_limits(("training",)),
+    rules=(port_range, gradient_servers, worker_capacity, kube_version(target, target_reads=()),
+           launcher_release(target, target_reads=()),
+           release_fields(target, ("training",), target_reads=()), resource_limits(("training",)),
            zone_in_region, s3_bucket_name, training_image_tag, system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain)

@@ -5,7 +5,6 @@ saved to a directory of the node.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from shlex import quote as q
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -30,6 +29,7 @@ from paddlegen.compiler.rules import (
     training_image_tag,
 )
 from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.compiler.template import render
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
     INT32_MAX,
@@ -92,6 +92,9 @@ class LocalSpec(SpecBase):
     training: LocalTraining = Field(description="The trainer and its flags.")
 
 
+TARGET_READS = ("kubeVersion",)  # what target() reads of the spec
+
+
 def target(spec: LocalSpec) -> Target:
     version = spec.kube_version or DEFAULT_KUBE_VERSION
     return Target("a one-machine cluster (kind, minikube)", KubeRelease(version, version))
@@ -120,7 +123,7 @@ def derive(spec: LocalSpec) -> LocalPlan:
     return LocalPlan(
         meta=meta_of(spec, target(spec), t.image),
         image=t.image, work_dir=t.work_dir, save_dir=t.save_dir,
-        output=HostVolume(spec.storage.host_path, create=True),
+        output=HostVolume(spec.storage.host_path, "output", create=True),
         trainer_flags=tuple(f"--{flag}={gflag(value)}" for flag, value in flags.items()),
         last_pass=t.num_passes - 1, deadline_seconds=t.active_deadline_seconds,
         resources=resources_of(t.resources), ttl_seconds=t.ttl_seconds_after_finished)
@@ -138,7 +141,7 @@ def training_job(plan: LocalPlan) -> Object:
         "volumeMounts": [{"name": "output", "mountPath": plan.save_dir}],
     }
     pod: Object = {"containers": [container],
-                   "volumes": [host_volume("output", plan.output, plan.meta.target.kube)]}
+                   "volumes": [host_volume(plan.output.name, plan.output, plan.meta.target.kube)]}
     pod = without_api_token(plan.meta, pod)
     # the runbook builds the image and loads it into the cluster: there is nothing to pull
     return job(plan.meta, plan.meta.name, "trainer", pod,
@@ -157,43 +160,8 @@ def files(plan: LocalPlan) -> dict[str, str]:
 
 
 def runbook(plan: LocalPlan, manifest_paths: list[str]) -> str:
-    meta, image = plan.meta, q(plan.image)
-    p = rb.preamble(None)
-    return rb.header(meta, "local", "the cluster") + f"""
-You need Docker and a one-machine Kubernetes cluster (kind, minikube, or a kubelet on this
-machine) with kubectl pointed at it.
-
-## 1. The image, with the demo's data in it
-
-```sh
-{p}docker run --name quick_start_data -it paddledev/paddle:cpu-demo-latest
-# in the container: cd /root/paddle/demo/quick_start/data && ./get_data.sh
-#                   cd .. && ./preprocess.sh && exit
-docker commit quick_start_data {image}
-# kind and minikube do not see Docker's images: load it into the cluster
-# kind load docker-image {image}    (or: minikube image load {image})
-```
-
-## 2. Training
-
-```sh
-{p}{rb.creates(manifest_paths)}{rb.kubectl(meta, f"describe job {q(meta.name)}")}
-{rb.kubectl(meta, f"logs -f job/{q(meta.name)}")}
-```
-
-The trainer saves `pass-00000` to `pass-{plan.last_pass:05d}` to `{plan.save_dir}`, which is
-`{plan.output.path}` on the node. That is your machine only with a kubelet of its own: with kind
-it is inside the node's container (`docker cp kind-control-plane:{plan.output.path} .`, or mount
-a directory of yours there with the cluster's `extraMounts`), with minikube inside its VM
-(`minikube cp minikube:{plan.output.path}/<file> .`, or `minikube mount` a directory of yours
-there before training).{rb.network_policy_note(meta)}
-
-## 3. Teardown
-
-```sh
-{p}kubectl delete -f "$OUT/k8s/"   # the models stay in {plan.output.path}
-```
-"""
+    return render(__package__, "local.md.j2",
+                  {"plan": plan, "manifest_paths": manifest_paths, "rb": rb})
 
 
 def explain(plan: LocalPlan) -> Explanation:
@@ -210,7 +178,8 @@ def explain(plan: LocalPlan) -> Explanation:
 PROFILE = Profile(
     name="local", summary="seed 004: one `paddle train` Job with the spec's trainer flags",
     model=LocalSpec,
-    rules=(kube_version(target), release_fields(target, ("training",)),
+    rules=(kube_version(target, target_reads=TARGET_READS),
+           release_fields(target, ("training",), target_reads=TARGET_READS),
            resource_limits(("training",)), training_image_tag, system_namespace),
     target=target,
     derive=derive, objects=objects, files=files, runbook=runbook, explain=explain)

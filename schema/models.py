@@ -62,30 +62,9 @@ class SpecModel(BaseModel):
 class Metadata(SpecModel):
     """Names the training job."""
 
-    name: Annotated[str, text(p.JOB_NAME, "Job name; also the EFS job directory and labels.")]
+    name: Annotated[str, text(p.JOB_NAME, "Job name; also its directory on the shared volume and "
+                              "its labels.")]
     namespace: Annotated[str, text(p.DNS_LABEL, "Namespace of every namespaced object.")]
-
-
-class EfsSettings(SpecModel):
-    """The EFS file system that holds data, configs and output."""
-
-    dns_name: Annotated[
-        str | None, text(p.EFS_DNS_NAME, (
-            "fs-<id>.efs.<region>.amazonaws.com of the file system. Leave it out of the first "
-            "build: the runbook makes the file system and prints it."))
-    ] = None
-
-
-class EfsStorage(SpecModel):
-    """EFS as a PersistentVolume, bound to one claim that the Jobs mount."""
-
-    efs: EfsSettings = Field(default_factory=EfsSettings, description="The EFS file system.")
-    claim_name: Annotated[
-        str, text(p.DNS_LABEL, "Name of the PersistentVolumeClaim; its volume is "
-                  "<namespace>-<claimName>.")
-    ]
-    capacity: Annotated[str, text(p.QUANTITY, "Capacity of the PersistentVolume, e.g. 100Gi.")]
-    request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
 
 
 def ttl(job: str) -> object:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +194,18 @@ def tree(directory: Path) -> dict[str, bytes]:
 @pytest.fixture
 def kube_aws_spec() -> Path:
     return GOLDEN / "kube-aws" / "spec.yaml"
+
+
+@pytest.fixture(scope="session")
+def runbook_log(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], list[list[str]]]:
+    """The stand-ins' log of a golden's runbook run block by block (profile_harness.run_blocks),
+    run once per session for all the tests that read it."""
+    from profile_harness import run_blocks
+
+    logs: dict[str, list[list[str]]] = {}
+
+    def log(golden: str) -> list[list[str]]:
+        if golden not in logs:
+            logs[golden] = run_blocks(golden, tmp_path_factory.mktemp(f"runbook-{golden}"))
+        return logs[golden]
+    return log

@@ -3,9 +3,10 @@ running the runbooks' blocks in tests: it logs its argv and prints what the real
 the calls the runbooks make (a tab-padded `kube-aws status` included); any other call fails
 loudly.
 
-Installed as one script under each tool's name (see tests/test_runbooks.py). Values that must
-agree with the spec come from the environment: STUB_KMS_ARN, STUB_EFS_DNS, STUB_KUBE_AWS,
-STUB_FILE_SYSTEM (the eks stack's file system) and STUB_FILE_SYSTEM_OWNER (its owner tag).
+Installed as one script under each tool's name (install_stubs of tests/profile_harness.py).
+Values that must agree with the spec come from the environment: STUB_KMS_ARN, STUB_EFS_DNS,
+STUB_KUBE_AWS, STUB_FILE_SYSTEM (the eks stack's file system) and STUB_FILE_SYSTEM_OWNER (its
+owner tag).
 """
 
 from __future__ import annotations
@@ -129,6 +130,10 @@ def kubectl(argv: list[str]) -> int:
             print("NAME                       READY     STATUS    RESTARTS   AGE")
     elif verb == "get" and words[1] in ("svc", "nodes"):
         pass
+    elif verb == "get" and words[1] in ("storageclass", "pvc"):  # what the cluster already has
+        print(f"NAME    AGE\n{words[2] if len(words) > 2 else 'shared'}    90d")
+    elif verb == "version":
+        print("Client Version: v1.37.0\nServer Version: v1.37.0")
     elif verb == "exec" and "tar" in words:
         sys.stdout.buffer.write(tar_gz({"output/pass-00000/done": b"",
                                         "output/node_0/train.log": b"I1116 pass 0\n"}))
@@ -193,7 +198,9 @@ def main() -> int:
     tool, argv = Path(sys.argv[0]).name, sys.argv[1:]
     log(tool, argv)
     if tool in ("ssh", "docker"):
-        if tool == "ssh" and not sys.stdin.isatty():
+        # as the real ones do: ssh forwards its input, `docker login --password-stdin` reads it
+        # (else the writer of the pipe may die of SIGPIPE, as `aws ecr get-login-password` did)
+        if (tool == "ssh" or "--password-stdin" in argv) and not sys.stdin.isatty():
             sys.stdin.buffer.read()
         return 0
     if tool == "dig":

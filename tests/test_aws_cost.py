@@ -13,9 +13,10 @@ from ruamel.yaml import YAML
 from paddlegen.profiles.aws import cost, data
 
 from conftest import GOLDEN
+from profile_harness import golden_names, goldens_of, profile_names, profile_of, uses_aws
 
-AWS_GOLDENS = sorted(spec.parent.name for spec in GOLDEN.glob("*/spec.yaml")
-                     if (spec.parent / "out" / "aws").is_dir())
+# The goldens of the profiles of the AWS package (profiles/aws).
+AWS_GOLDENS = [golden for golden in golden_names() if uses_aws(profile_of(golden))]
 ROW = re.compile(r"^\| (\d+) x (\S+)(?: \([a-z]+\))?, on demand \| \$([\d.]+)(?: \((\S+)'s "
                  r"price\))? \|$", re.M)
 
@@ -26,8 +27,12 @@ def before_you_start(golden: str) -> str:
 
 
 def test_every_aws_profile_has_a_golden_with_a_cost_section() -> None:
-    assert {"eks", "kube-aws", "kube-up"} <= {name.split("-v0")[0] for name in AWS_GOLDENS}
-    assert "eks-paddle" in AWS_GOLDENS and "kube-aws-v0.9.9" in AWS_GOLDENS
+    aws = [profile for profile in profile_names() if uses_aws(profile)]
+    assert aws and all(goldens_of(profile) for profile in aws)
+    for golden in AWS_GOLDENS:
+        assert "on demand |" in before_you_start(golden), golden
+    for golden in sorted(set(golden_names()) - set(AWS_GOLDENS)):  # no AWS, no bill
+        assert "on demand" not in (GOLDEN / golden / "out" / "RUNBOOK.md").read_text(), golden
 
 
 @pytest.mark.parametrize("golden", AWS_GOLDENS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from ruamel.yaml import YAML
 from paddlegen.compiler.build import build
 from paddlegen.compiler.writer import write_tree
 
-from conftest import GOLDEN_SPECS, PADDLEGEN, ROOT, kubectl_or_skip, run_cli, run_cli_process
+from conftest import GOLDEN, GOLDEN_SPECS, PADDLEGEN, ROOT, kubectl_or_skip, run_cli
 
 ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<path>[\w.\[\]]+): .+$")
 
@@ -229,36 +230,74 @@ def test_check_alone_finds_every_spec_with_an_out_tree(kube_aws_spec: Path,
     assert drifted.returncode == 1 and "RUNBOOK.md" in drifted.stdout
 
 
-def test_check_of_many_trees_reports_in_spec_order_whatever_the_workers(
+# `paddlegen check`, its usable cores made sys.argv[1] (1: every spec in this process, N: N
+# forked workers, compiler/batch.py), recording in the file sys.argv[2] each worker it forks.
+CHECK_ON_CPUS = """
+import os, sys
+from paddlegen.compiler import batch
+cpus, forks = int(sys.argv.pop(1)), sys.argv.pop(1)
+batch.usable_cpus = lambda: cpus
+fork = os.fork
+def recorded():
+    pid = fork()
+    if pid:
+        with open(forks, "a") as record:
+            record.write(f"{pid}\\n")
+    return pid
+os.fork = recorded
+from paddlegen.compiler.__main__ import main
+main()
+"""
+
+
+def test_check_prints_the_same_bytes_in_spec_order_whatever_the_workers(
         kube_aws_spec: Path, tmp_path: Path) -> None:
-    # enough specs for worker processes (compiler/batch.py), each tree in its own directory
-    text = kube_aws_spec.read_text()
-    first = tmp_path / "team00"
-    first.mkdir()
-    (first / "spec.yaml").write_text(text)
-    write_tree(first / "out", build(text.encode(), "spec.yaml").artifacts, force=False)
-    for index in range(1, 40):
-        shutil.copytree(first, tmp_path / f"team{index:02d}")
-    specs = [tmp_path / f"team{index:02d}" / "spec.yaml" for index in range(40)]
+    # trees of two profiles, one built for a release its manifest records, clean and drifted,
+    # an invalid spec, a manifest recording a release no build writes, a YAML file beside an
+    # out/ that is no spec, and a file that cannot be read: enough for five workers
+    eks, kube_aws = (GOLDEN / "eks" / "spec.yaml").read_text(), kube_aws_spec.read_text()
+    templates = tmp_path / "templates"
+    for name, text, release in (("kube-aws", kube_aws, None), ("eks", eks, "1.33")):
+        (templates / name).mkdir(parents=True)
+        (templates / name / "spec.yaml").write_text(text)
+        write_tree(templates / name / "out", build(text.encode(), "spec.yaml", release).artifacts)
+    root = tmp_path / "trees"
+    teams = [root / f"team{index:02d}" for index in range(44)]
+    for index, team in enumerate(teams):
+        shutil.copytree(templates / ("eks" if index % 6 == 0 else "kube-aws"), team)
     for index in (7, 31):
-        (specs[index].parent / "out" / "RUNBOOK.md").write_text("edited by hand\n")
-    specs[20].write_text(text.replace("nodes: 3", "nodes: three"))
-    result = run_cli_process("check", cwd=tmp_path)  # forks its workers: a process of its own
-    assert result.returncode == 2  # an invalid spec outweighs drift
-    assert re.findall(r"team(\d\d)/out is not what", result.stderr) == ["07", "31"]
-    assert re.findall(r"^(team\d\d)/spec.yaml:\d+:\d+: training.nodes", result.stderr,
+        (teams[index] / "out" / "RUNBOOK.md").write_text("edited by hand\n")
+    (teams[12] / "spec.yaml").write_text(eks.replace("trainerCount: 3", "trainerCount: 2"))
+    (teams[20] / "spec.yaml").write_text(kube_aws.replace("nodes: 3", "nodes: three"))
+    manifest = teams[25] / "out" / ".paddlegen-manifest"
+    manifest.write_text(manifest.read_text().replace("\n", "\n# kube-version: 1.x\n", 1))
+    (teams[33] / "notes.yaml").write_text("kind: Notes\n")
+    os.mkfifo(teams[40] / "extra.yaml")
+
+    outputs = set()
+    for cpus in (1, 2, 5):
+        forks = tmp_path / f"forks-{cpus}"
+        forks.touch()
+        # stdout and stderr into one pipe: the order of their lines is part of the output
+        result = subprocess.run([sys.executable, "-c", CHECK_ON_CPUS, str(cpus), str(forks),
+                                 "check"], cwd=root, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, timeout=120, check=False)
+        assert len(forks.read_text().split()) == (0 if cpus == 1 else cpus)
+        outputs.add((result.returncode, result.stdout))
+    assert len(outputs) == 1, "the output depends on the workers"
+    [(code, output)] = outputs
+    lines = output.decode().splitlines()
+    assert code == 2  # an invalid spec outweighs drift
+    assert lines[0] == "team40/extra.yaml:1:1: not a regular file [io]"  # unreadable: first
+    named = [int(team) for line in lines[1:] for team in re.findall(r"\bteam(\d\d)/", line)]
+    assert named == sorted(named)  # spec order
+    assert {7, 12, 20, 25, 31} <= set(named)
+    assert re.findall(r"^paddlegen: team(\d\d)/out is not what", output.decode(), re.M) == [
+        "07", "12", "31"]
+    assert sorted({line[4:10] for line in lines if line.startswith("--- team")}) == [
+        "team07", "team12", "team31"]  # a diff for each drifted tree
+    assert re.findall(r"^(team\d\d)/spec.yaml:\d+:\d+: training.nodes", output.decode(),
                       re.M) == ["team20"]
-    assert len(re.findall(r"^--- ", result.stdout, re.M)) == 2  # a diff per drifted tree
-
-
-def test_workers_give_each_spec_the_outcome_it_has_alone(
-        kube_aws_spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from paddlegen.compiler import batch
-    from paddlegen.compiler.batch import SPECS_PER_WORKER, outcome, outcomes
-
-    monkeypatch.setattr(batch, "usable_cpus", lambda: 3)  # workers even on one core
-    text = kube_aws_spec.read_text()
-    specs = [(f"spec{index}.yaml", text.replace("nodes: 3", f"nodes: {index}").encode())
-             for index in range(1, 4 * SPECS_PER_WORKER)]  # nodes: 1 fails a rule
-    assert list(outcomes(specs, None, False)) == [outcome(name, raw, None, False)
-                                                   for name, raw in specs]
+    assert "team25/out/.paddlegen-manifest records kube-version '1.x'" in output.decode()
+    assert "notes.yaml" not in output.decode()
+    assert "Traceback" not in output.decode()

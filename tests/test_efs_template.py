@@ -11,20 +11,22 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from conftest import GOLDEN_SPECS
+from conftest import GOLDEN, GOLDEN_SPECS
+from profile_harness import golden_names, profile_of, uses_aws
 
 TEMPLATES = [spec.parent / "out" / "aws" / "efs.cfn.yaml" for spec in GOLDEN_SPECS
              if (spec.parent / "out" / "aws" / "efs.cfn.yaml").exists()]
 # The eks template takes its network from eksctl's stack; the others from parameters.
-EKS_TEMPLATES = [t for t in TEMPLATES if t.parent.parent.parent.name.startswith("eks")]
+EKS_TEMPLATES = [t for t in TEMPLATES if profile_of(t.parent.parent.parent.name) == "eks"]
 KUBE_TEMPLATES = [t for t in TEMPLATES if t not in EKS_TEMPLATES]
 BIN = Path(sys.executable).parent
 
 
 def test_every_aws_golden_has_the_template() -> None:
-    assert sorted(t.parent.parent.parent.name for t in TEMPLATES) == [
-        "eks", "eks-kubeflow", "eks-paddle", "eks-paddle-kubeflow", "kube-aws",
-        "kube-aws-v0.9.9", "kube-up"]
+    """Each golden of a profile of the AWS package (profiles/aws), and only those."""
+    aws = [golden for golden in golden_names() if uses_aws(profile_of(golden))]
+    assert aws and sorted(t.parent.parent.parent.name for t in TEMPLATES) == aws
+    assert sorted(p.parent.parent.name for p in GOLDEN.glob("*/out/aws")) == aws
 
 
 @pytest.mark.conformance

@@ -12,12 +12,12 @@ import pytest
 from jsonschema import Draft7Validator
 from ruamel.yaml import YAML
 
-from paddlegen.compiler import eksctl
 from paddlegen.compiler.build import ManifestError, build, explain
 from paddlegen.compiler.kube_schema import violations
 from paddlegen.compiler.problems import SpecError
 from paddlegen.compiler.writer import write_tree
 from paddlegen.profiles import eks
+from paddlegen.profiles.aws import eksctl
 
 from conftest import GOLDEN, ROOT, kubectl_or_skip
 
@@ -124,8 +124,8 @@ def test_eksctl_refuses_a_misspelt_key(path: tuple[Any, ...], key: str) -> None:
     for part in path:
         node = node[part]
     node[key] = 1
-    [problem] = eksctl.violations(config)
-    assert problem.path == path and f"'{key}' was unexpected" in problem.message
+    [(where, message)] = eksctl.violations(config)
+    assert where == path and f"'{key}' was unexpected" in message
 
 
 def test_a_config_eksctl_refuses_fails_the_build_at_its_line(
@@ -169,8 +169,8 @@ def test_the_crd_refuses_a_wrong_field(path: tuple[str, ...], key: str) -> None:
     for part in path:
         node = node[part]
     node[key] = 1
-    [problem] = violations(job, "1.34")
-    assert problem.path == path and f"'{key}' was unexpected" in problem.message
+    [(where, message)] = violations(job, "1.34")
+    assert where == path and f"'{key}' was unexpected" in message
 
 
 @pytest.mark.parametrize(("launcher", "expected"), [
@@ -317,11 +317,3 @@ def test_the_efs_volume_asks_for_encryption_in_transit_by_its_attribute() -> Non
               if m.obj["kind"] == "PersistentVolume")
     assert pv["spec"]["csi"]["volumeAttributes"] == {"encryptInTransit": "true"}
     assert "mountOptions" not in pv["spec"]  # "tls" there is deprecated: a warning per mount
-
-
-def test_every_budget_keeps_every_trainer_with_min_available() -> None:
-    for golden in ("eks", "eks-kubeflow", "eks-paddle", "eks-paddle-kubeflow"):
-        [pdb] = (GOLDEN / golden / "out" / "k8s").glob("*-poddisruptionbudget-*.yaml")
-        spec = YAML_SAFE.load(pdb.read_text())["spec"]
-        nodes = YAML_SAFE.load((GOLDEN / golden / "spec.yaml").read_text())["training"]["nodes"]
-        assert spec["minAvailable"] == nodes and "maxUnavailable" not in spec

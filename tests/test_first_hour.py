@@ -22,7 +22,6 @@ from paddlegen.compiler.cli import (
     discover_specs,
     in_output_tree,
     is_spec,
-    outcomes_by_release,
 )
 from paddlegen.compiler.writer import (
     Changes,
@@ -33,6 +32,7 @@ from paddlegen.compiler.writer import (
 )
 
 from conftest import GOLDEN, GOLDEN_SPECS, ROOT
+from profile_harness import goldens_of
 
 EKS = GOLDEN / "eks" / "spec.yaml"  # a profile that lets --kube-version choose: 1.33-1.35
 SPEC = b"apiVersion: paddlegen/v1\nkind: TrainingJob\n"
@@ -138,7 +138,7 @@ def test_check_finds_no_spec_in_an_output_tree(tmp_path: Path,
         (inside / "out").mkdir()
     (tmp_path / "archive" / MANIFEST).write_text("")
     found, problems = discover_specs(tmp_path)
-    assert [spec for spec, _ in found] == [team / "spec.yaml"] and problems == []
+    assert found == [team / "spec.yaml"] and problems == []
     monkeypatch.chdir(tmp_path)
     result = run("check")
     assert result.exit_code == 0, result.stderr
@@ -244,17 +244,6 @@ def test_check_builds_each_tree_for_its_own_release(
         "d/out --kube-version 1.35"]
 
 
-def test_outcomes_come_in_spec_order_whatever_their_release() -> None:
-    raw = EKS.read_bytes()
-    specs = [(Path(f"{i}.yaml"), raw, release)
-             for i, release in enumerate(["1.35", None, "1.33", "1.35", None])]
-    outcomes = list(outcomes_by_release(specs, strict=False))
-    manifests = [next(a.text for a in o.artifacts or () if a.path == MANIFEST).splitlines()[1]
-                 for o in outcomes]
-    assert manifests == ["# kube-version: 1.35", ".paddlegen-manifest", "# kube-version: 1.33",
-                         "# kube-version: 1.35", ".paddlegen-manifest"]
-
-
 @pytest.mark.parametrize(("recorded", "reason"), [
     ("1.x", "'1.x', which is not a Kubernetes release (1.N)"),
     ("1.34; rm -rf ~", "'1.34; rm -rf ~', which is not a Kubernetes release (1.N)"),
@@ -358,7 +347,7 @@ def test_a_command_is_pasted_as_it_is_printed() -> None:
 
 # --- values the runbook makes ---------------------------------------------------------------
 
-@pytest.mark.parametrize("golden", ["kube-aws", "kube-aws-v0.9.9"])
+@pytest.mark.parametrize("golden", goldens_of("kube-aws"))
 def test_a_kube_aws_spec_builds_before_the_runbook_has_made_its_key_and_file_system(
         golden: str) -> None:
     full = (GOLDEN / golden / "spec.yaml").read_text()

@@ -163,29 +163,6 @@ def test_only_specs_skips_other_yaml(tmp_path: Path) -> None:
     assert run_cli("validate", "--only-specs", other).returncode == 0
 
 
-@pytest.mark.parametrize("profile", ["kube-aws", "kube-up", "local"])
-def test_init_prints_a_starter_whose_only_problems_are_its_placeholders(
-        profile: str, tmp_path: Path) -> None:
-    result = run_cli("init", "--profile", profile)
-    assert result.returncode == 0
-    assert result.stdout.startswith("# yaml-language-server: $schema=paddlegen.schema.json\n")
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(result.stdout)
-    checked = run_cli("validate", "--strict", spec)
-    placeholders = result.stdout.count(": <") + result.stdout.count(': "<')
-    lines = checked.stderr.splitlines()
-    if placeholders:
-        assert checked.returncode == 2
-        # and, in --strict, what the runbook makes before the spec can hold it
-        pending = [line for line in lines if line.endswith("[pending]")]
-        assert len(pending) == (2 if profile == "kube-aws" else 0)
-        assert len(lines) - len(pending) == placeholders
-        assert all("[placeholder]" in line for line in lines if line not in pending)
-        return
-    assert checked.returncode == 0, checked.stderr  # nothing only the user knows
-    assert run_cli("build", spec, "-o", tmp_path / "out").returncode == 0
-
-
 def test_init_refuses_an_unknown_profile() -> None:
     assert run_cli("init", "--profile", "nope").returncode == 2
 

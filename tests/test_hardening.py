@@ -1,18 +1,23 @@
 """Hardened, operable Jobs: resources, security contexts, scheduling, network policy and labels,
-each only where the target release has it, and refused where the spec asks for more."""
+each only where the target release has it, and refused where the spec asks for more. What every
+golden's workloads have is checked on every golden (profile_harness), each against the release
+its build targets."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from paddlegen.compiler.build import build
 from paddlegen.compiler.problems import SpecError
 
 from conftest import GOLDEN
+from profile_harness import built, golden_names, image_version, spec_values, workload_pods
 
-GOLDENS = ["kube-aws", "kube-aws-v0.9.9", "kube-up", "local"]
+GOLDENS = golden_names()
 
 
 def objects(golden: str, edit: tuple[str, str] = ("", "")) -> list[dict[str, Any]]:
@@ -30,41 +35,57 @@ def containers(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [*pod.get("initContainers", []), *pod["containers"]]
 
 
+def golden_objects(golden: str) -> list[dict[str, Any]]:
+    return [m.obj for m in built(golden).manifests]
+
+
+def golden_pods(golden: str) -> list[dict[str, Any]]:
+    """The pod templates of the golden's workloads (Jobs, PaddleJobs' replicas)."""
+    return [pod for obj in golden_objects(golden) for pod in workload_pods(obj)]
+
+
 @pytest.mark.parametrize("golden", GOLDENS)
 def test_every_object_carries_the_recommended_labels(golden: str) -> None:
-    for obj in objects(golden):
+    found = golden_objects(golden)
+    for obj in found:
         labels = obj["metadata"]["labels"]
         assert {"app.kubernetes.io/version", "app.kubernetes.io/part-of"} <= set(labels)
-    version = objects(golden)[-1]["metadata"]["labels"]["app.kubernetes.io/version"]
-    assert version == {"kube-aws": "k8s_train", "kube-aws-v0.9.9": "k8s_train",
-                       "kube-up": "k8s-job", "local": "quickstart"}[golden]
+    # the version of the training, applied last: its image's tag
+    [training, *_] = workload_pods(found[-1])
+    version = found[-1]["metadata"]["labels"]["app.kubernetes.io/version"]
+    assert version == image_version(training["spec"]["containers"][0]["image"])
 
 
 @pytest.mark.parametrize("golden", GOLDENS)
 def test_every_container_has_resources_and_drops_capabilities(golden: str) -> None:
-    for job in jobs(golden):
-        for container in containers(job):
+    root = not spec_values(golden).get("security", {}).get("runAsNonRoot", False)
+    for pod in golden_pods(golden):
+        for container in [*pod["spec"].get("initContainers", []), *pod["spec"]["containers"]]:
             assert set(container["resources"]) == {"requests", "limits"}, container["name"]
             capabilities = container["securityContext"]["capabilities"]
             assert capabilities["drop"] == ["ALL"]
-            # the tutorial images run as root: tar and cp need these three of root's
-            assert capabilities["add"] == ["CHOWN", "DAC_OVERRIDE", "FOWNER"]
+            # images that run as root: tar and cp need these three of root's
+            assert capabilities.get("add") == (["CHOWN", "DAC_OVERRIDE", "FOWNER"] if root
+                                               else None)
 
 
-def test_privilege_escalation_and_seccomp_as_each_release_has_them() -> None:
-    for golden, field in (("kube-aws", False), ("kube-up", False), ("kube-aws-v0.9.9", True),
-                          ("local", True)):
-        for job in jobs(golden):
-            container = job["spec"]["template"]["spec"]["containers"][0]
-            assert ("allowPrivilegeEscalation" in container["securityContext"]) is field
+@pytest.mark.parametrize("golden", GOLDENS)
+def test_privilege_escalation_seccomp_and_network_policy_as_the_release_has_them(
+        golden: str) -> None:
+    kube = built(golden).plan.meta.target.kube
     annotation = "seccomp.security.alpha.kubernetes.io/pod"
-    for golden, profile in (("kube-aws", "docker/default"), ("kube-aws-v0.9.9", "docker/default")):
-        for job in jobs(golden):
-            assert job["spec"]["template"]["metadata"]["annotations"][annotation] == profile
-    [local] = jobs("local")
-    assert local["spec"]["template"]["spec"]["securityContext"]["seccompProfile"] == {
-        "type": "RuntimeDefault"}
-    assert "annotations" not in local["spec"]["template"]["metadata"]
+    for pod in golden_pods(golden):
+        for container in pod["spec"]["containers"]:
+            assert ("allowPrivilegeEscalation" in container["securityContext"]) is \
+                kube.allow_privilege_escalation_field
+        annotations = pod.get("metadata", {}).get("annotations", {})
+        if kube.seccomp_field:
+            assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+            assert annotation not in annotations
+        else:
+            assert annotations[annotation] == kube.seccomp_runtime_default
+    assert any(o["kind"] == "NetworkPolicy" for o in golden_objects(golden)) is \
+        kube.network_policy_v1
 
 
 def test_a_non_root_image_drops_every_capability_and_says_so() -> None:
@@ -142,3 +163,11 @@ def test_requests_over_limits_are_refused() -> None:
                                                  'requests: {cpu: "1", memory: 8Gi}'))
     assert (path, rule) == ("training.resources.requests.memory", "resources")
     assert "8Gi is more than the limit 4Gi" in message
+
+
+@pytest.mark.parametrize("budget", sorted(GOLDEN.glob("*/out/k8s/*-poddisruptionbudget-*.yaml")),
+                         ids=lambda path: path.parent.parent.parent.name)
+def test_every_budget_keeps_every_trainer_with_min_available(budget: Path) -> None:
+    spec = YAML(typ="safe", pure=True).load(budget)["spec"]
+    nodes = spec_values(budget.parent.parent.parent.name)["training"]["nodes"]
+    assert spec["minAvailable"] == nodes and "maxUnavailable" not in spec

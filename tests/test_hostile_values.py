@@ -5,12 +5,10 @@ ends without an error at exit."""
 from __future__ import annotations
 
 import importlib
-import multiprocessing
 import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +25,7 @@ from paddlegen.schema import patterns
 from paddlegen.schema.models import text
 
 from conftest import GOLDEN, PADDLEGEN, run_cli
+from profile_harness import goldens_of, profile_names, spec_of
 
 RSS_LIMIT = 150 << 20  # bytes, for a whole paddlegen process reading a 1 MB value
 OUTPUT_LIMIT = 4096  # characters of problems about one spec of huge values
@@ -139,7 +138,8 @@ def test_a_grammars_limit_refuses_nothing_its_regex_takes(name: str) -> None:
 def hostile_specs() -> dict[str, bytes]:
     """Specs with one huge value, key, tag, alias or number each, under the loader's limit."""
     cases = {}
-    for profile, spec in (("kube-aws", KUBE_AWS), ("eks", EKS)):
+    for profile in profile_names():  # a golden of each profile, its first
+        spec = spec_of(goldens_of(profile)[0]).read_text()
         for number, line in enumerate(spec.splitlines(), 1):
             head, colon, value = line.partition(": ")
             if colon and not line.startswith("#") and value[:1] not in ("{", "[", "") \
@@ -218,17 +218,6 @@ def test_check_on_every_core_ends_without_an_error_at_exit(tmp_path: Path) -> No
         assert run.returncode == 0, stderr
         assert "Exception ignored" not in stderr
         assert "Traceback" not in stderr
-
-
-def test_a_finished_batch_leaves_no_worker_or_thread_behind(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batch, "usable_cpus", lambda: 2)  # workers even on one core
-    threads = set(threading.enumerate())
-    specs = [(f"spec{index}.yaml", KUBE_AWS.encode())
-             for index in range(3 * batch.SPECS_PER_WORKER)]
-    assert all(result.artifacts for result in batch.outcomes(specs, None, False))
-    assert multiprocessing.active_children() == []
-    assert set(threading.enumerate()) <= threads
 
 
 @pytest.mark.parametrize("env", [{"LC_ALL": "C"}, {"LC_ALL": "C.UTF-8"},

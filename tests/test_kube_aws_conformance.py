@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from paddlegen.compiler.build import build
 
-from conftest import GOLDEN_SPECS
 from kube_aws_tool import binary, check_cluster_yaml, check_cluster_yamls, missing_reason
+from profile_harness import goldens_of, spec_of
 from strategies import KUBE_AWS_VERSIONS, dump, kube_aws_specs
 
 pytestmark = pytest.mark.conformance
@@ -33,7 +33,7 @@ def cluster_yaml(raw: bytes) -> tuple[str, str]:
     return result.plan.cluster.kube_aws_version, text
 
 
-KUBE_AWS_GOLDENS = [spec for spec in GOLDEN_SPECS if spec.parent.name.startswith("kube-aws")]
+KUBE_AWS_GOLDENS = [spec_of(golden) for golden in goldens_of("kube-aws")]
 
 
 def test_there_is_a_golden_for_each_dialect() -> None:

@@ -22,18 +22,17 @@ from referencing import Registry, Resource
 from paddlegen.compiler.build import build
 from paddlegen.compiler.kube_schema import (
     INIT_CONTAINERS_ANNOTATION,
-    Violation,
     fast_valid,
     names_a_kind,
     sources,
     violations,
 )
+from paddlegen.compiler.problems import FieldPath, Violation
 
 from conftest import GOLDEN_SPECS, example_counts
 
 CURRENT_RELEASES = ("1.33", "1.34", "1.35")
 
-Path = tuple[str | int, ...]
 Obj = TypeVar("Obj", dict[str, Any], list[Any])
 
 
@@ -85,10 +84,11 @@ def reference_violations(obj: dict[str, Any], release: str) -> list[Violation]:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     validator = reference_validator(release, str(api_version), str(kind))
     if validator is None:
-        return [Violation((), f"Kubernetes {release} serves no {kind} in {api_version}")]
-    found = [Violation(tuple(e.absolute_path), e.message) for e in validator.iter_errors(obj)]
+        return [((), f"Kubernetes {release} serves no {kind} in {api_version}")]
+    found: list[Violation] = [(tuple(e.absolute_path), e.message)
+                              for e in validator.iter_errors(obj)]
     found += reference_init_container_violations(obj, release)
-    return sorted(found, key=lambda v: (tuple(map(str, v.path)), v.message))
+    return sorted(found, key=lambda v: (tuple(map(str, v[0])), v[1]))
 
 
 def reference_valid(obj: dict[str, Any], release: str) -> bool:
@@ -99,7 +99,7 @@ def reference_valid(obj: dict[str, Any], release: str) -> bool:
 
 
 def reference_init_container_violations(obj: dict[str, Any], release: str) -> list[Violation]:
-    path: Path = ("spec", "template", "metadata", "annotations", INIT_CONTAINERS_ANNOTATION)
+    path: FieldPath = ("spec", "template", "metadata", "annotations", INIT_CONTAINERS_ANNOTATION)
     node: Any = obj
     for key in path[:-1]:
         node = node.get(key) if isinstance(node, dict) else None
@@ -109,11 +109,11 @@ def reference_init_container_violations(obj: dict[str, Any], release: str) -> li
     try:
         containers = json.loads(text)
     except (TypeError, ValueError) as error:
-        return [Violation(path, f"not JSON: {error}")]
+        return [(path, f"not JSON: {error}")]
     if not isinstance(containers, list):
-        return [Violation(path, "not a JSON list of containers")]
+        return [(path, "not a JSON list of containers")]
     validator = reference_validator(release, "v1", "Container")
-    return [Violation(path, f"[{index}]{dotted(error.absolute_path)}: {error.message}")
+    return [(path, f"[{index}]{dotted(error.absolute_path)}: {error.message}")
             for index, container in enumerate(containers)
             for error in validator.iter_errors(container)]
 
@@ -125,7 +125,7 @@ def dotted(path: Any) -> str:
 # --- mutations --------------------------------------------------------------------------------
 
 
-def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+def nodes(value: Any, path: FieldPath = ()) -> Iterator[tuple[FieldPath, Any]]:
     """Every value inside `value` (itself included) with its path."""
     yield path, value
     if isinstance(value, dict):
@@ -136,20 +136,20 @@ def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
             yield from nodes(item, (*path, index))
 
 
-def parent_of(obj: Any, path: Path) -> Any:
+def parent_of(obj: Any, path: FieldPath) -> Any:
     node = obj
     for step in path[:-1]:
         node = node[step]
     return node
 
 
-def with_value(obj: Obj, path: Path, value: Any) -> Obj:
+def with_value(obj: Obj, path: FieldPath, value: Any) -> Obj:
     result = copy.deepcopy(obj)
     parent_of(result, path)[path[-1]] = copy.deepcopy(value)
     return result
 
 
-def without(obj: Obj, path: Path) -> Obj:
+def without(obj: Obj, path: FieldPath) -> Obj:
     result = copy.deepcopy(obj)
     del parent_of(result, path)[path[-1]]
     return result
@@ -234,7 +234,7 @@ def mutation(draw: st.DrawFn, obj: dict[str, Any]) -> dict[str, Any]:
 @st.composite
 def init_containers_mutation(draw: st.DrawFn, obj: dict[str, Any]) -> dict[str, Any]:
     """A change inside the JSON of the init-containers annotation, or of the annotation."""
-    path: Path = ("spec", "template", "metadata", "annotations", INIT_CONTAINERS_ANNOTATION)
+    path: FieldPath = ("spec", "template", "metadata", "annotations", INIT_CONTAINERS_ANNOTATION)
     node: Any = obj
     for step in path:
         node = node.get(step) if isinstance(node, dict) else None
@@ -292,7 +292,7 @@ def test_fast_verdict_and_violations_agree_with_jsonschema(max_examples: int) ->
 SCALAR_SWAPS = (None, True, False, 1.0, 0.5, "1", 80)
 
 
-def swappable(obj: dict[str, Any]) -> list[Path]:
+def swappable(obj: dict[str, Any]) -> list[FieldPath]:
     """The paths of its numbers and booleans, and of its int-or-string fields."""
     return [path for path, value in nodes(obj)
             if path and (path[-1] in INT_OR_STRING_FIELDS or isinstance(value, int | float))]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,9 +36,9 @@ def test_quoted_yes_and_on_are_strings_and_plain_ones_are_refused() -> None:
         "a": "yes", "b": "on", "c": True}
     assert problems(b"a: yes\nb: Off\n") == [
         "spec.yaml:1:4: a: 'yes' is a string here but a boolean to YAML 1.1 tools (kubectl, "
-        "kube-aws): quote it, or write true/false for a boolean [yaml-1.1-boolean]",
+        "cluster tools): quote it, or write true/false for a boolean [yaml-1.1-boolean]",
         "spec.yaml:2:4: b: 'Off' is a string here but a boolean to YAML 1.1 tools (kubectl, "
-        "kube-aws): quote it, or write true/false for a boolean [yaml-1.1-boolean]"]
+        "cluster tools): quote it, or write true/false for a boolean [yaml-1.1-boolean]"]
 
 
 def test_duplicate_keys_are_refused() -> None:
@@ -73,6 +77,42 @@ def test_alias_bomb_is_refused() -> None:
 def test_broken_input_gets_one_positioned_line(raw: bytes, expected: str) -> None:
     [line] = problems(raw)
     assert line.startswith(expected)
+
+
+# Bad YAML whose problems come from ruamel's checks: its %YAML version check is an assert.
+RUAMEL_REFUSES = [b"%YAML 1.3\n---\na: 1\n", b"# a comment\n%YAML 1.0\n---\na: 1\n",
+                  b"%YAML 2.0\n---\na: 1\n", b"%YAML 1.1\n---\na: 1\n...\n%YAML 1.4\n---\nb: 2\n",
+                  b"%YAML 1." + b"1" * 5000 + b"\n---\na: 1\n", b'a: "\\UFFFFFFFF"\n',
+                  b"a: [1\n", b"a: {b: [1, 2}\n", b"a: 'open\n\n", b'a: "\\q"\n',
+                  b'a: 1\n"b"\nc: 2\n', b"a: !x!y 1\n", b"a: [!x!y 1]\n",
+                  b"a:\n%YAML 1.3\nb: 1\n"]  # a directive inside a document
+
+
+def test_python_O_reports_the_same_problems() -> None:
+    """Under `python -O`, which removes every assert (ruamel's check of a %YAML directive's
+    version among them), the loader reports the same problems."""
+    script = """if True:
+        import json, sys
+        from paddlegen.compiler.loader import load_text
+        from paddlegen.compiler.problems import SpecError
+        assert False, "asserts run"  # removed by -O
+        found = []
+        for raw in json.load(sys.stdin):
+            try:
+                load_text(raw.encode("latin-1"), "spec.yaml")
+                found.append(None)
+            except SpecError as error:
+                found.append([str(p) for p in error.problems])
+        json.dump(found, sys.stdout)
+    """
+    child = subprocess.run([sys.executable, "-O", "-c", script], capture_output=True, text=True,
+                           input=json.dumps([raw.decode("latin-1") for raw in RUAMEL_REFUSES]),
+                           check=False)
+    assert child.returncode == 0, child.stderr
+    assert json.loads(child.stdout) == [problems(raw) for raw in RUAMEL_REFUSES]
+    assert problems(RUAMEL_REFUSES[0]) == problems(RUAMEL_REFUSES[-1]) == [
+        "spec.yaml:1:1: invalid YAML: version minor part can only be 2 or 1, got (1, 3); a spec "
+        "is YAML 1.2 and needs no %YAML directive [yaml-syntax]"]
 
 
 # Pieces that stress the parsers where libyaml and ruamel might differ.

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import GOLDEN, ROOT, run_cli, sh_blocks, tree
+from profile_harness import profile_names
 
 README = (ROOT / "README.md").read_text()
 
@@ -120,8 +121,7 @@ def test_no_user_facing_text_speaks_of_seeds() -> None:
     launcher value)."""
     texts = [run_cli("schema").stdout, run_cli("rules").stdout,
              run_cli("explain", GOLDEN / "kube-aws" / "spec.yaml").stdout,
-             *(run_cli("init", "--profile", p).stdout
-               for p in ("kube-aws", "kube-up", "local", "eks")),
+             *(run_cli("init", "--profile", p).stdout for p in profile_names()),
              *(p.read_text() for p in GOLDEN.glob("*/out/RUNBOOK.md"))]
     assert [text for text in texts
             if re.search(r"\bseeds?\b", LAUNCHER_VALUE.sub("", text), re.I)] == []

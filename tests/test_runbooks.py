@@ -1,6 +1,8 @@
 """Every block of every golden runbook, run as a person pastes it: each in a fresh
 `bash -euo pipefail` (so nothing survives from an earlier block but what AWS and $ASSETS keep),
-with stand-ins for aws, kubectl, kube-aws, ssh, dig and curl that log what they are asked."""
+with stand-ins for aws, kubectl, kube-aws, ssh, dig and curl that log what they are asked
+(profile_harness.run_blocks; tests/test_profiles_harness.py runs every golden's). Here: what each
+profile's runbook does in which order, on the stand-ins' log of each of its goldens."""
 
 from __future__ import annotations
 
@@ -8,79 +10,16 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 
 from conftest import GOLDEN, GOLDEN_SPECS, sh_blocks
+from profile_harness import golden_names, goldens_of, install_stubs, spec_values
 
-STUB = Path(__file__).resolve().parent / "runbook_stub.py"
-TOOLS = ("aws", "kubectl", "kube-aws", "kube-up.sh", "kube-down.sh", "eksctl", "ssh", "dig",
-         "curl", "docker")
-
-
-def run_blocks(golden: str, tmp_path: Path, **stub_env: str) -> list[list[str]]:
-    """Run every block of golden's RUNBOOK.md in order, each in a new shell; the stubs' log."""
-    spec = GOLDEN / golden / "spec.yaml"
-    tree = tmp_path / "tree"
-    shutil.copytree(spec.parent / "out", tree / "out")
-    shutil.copy(spec, tree / "spec.yaml")
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    script = stubs / "stub.py"
-    script.write_text(f"#!{sys.executable}\n" + STUB.read_text())
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    for tool in TOOLS:
-        (stubs / tool).symlink_to(script)
-    (stubs / "paddlegen").symlink_to(Path(sys.executable).parent / "paddlegen")
-    data = tmp_path / "data"
-    (data / "0" / "data").mkdir(parents=True)
-    values = YAML(typ="safe", pure=True).load(spec)
-    env = {"HOME": str(tmp_path / "home"), "PATH": f"{stubs}:/usr/bin:/bin",
-           "STUB_LOG": str(tmp_path / "log"), "IAM_USER": "alice", "ADMIN_PROFILE": "admin",
-           "SPEC": str(tree / "spec.yaml"),
-           "DATA_DIR": str(data), "LC_ALL": "C.UTF-8",
-           "STUB_KMS_ARN": values.get("cluster", {}).get("kmsKeyArn", ""),
-           "STUB_EFS_DNS": values.get("storage", {}).get("efs", {}).get(
-               "dnsName", "fs-0a1b2c3d.efs.us-west-2.amazonaws.com"),
-           "STUB_KUBE_AWS": values.get("cluster", {}).get("kubeAwsVersion", "v0.9.1"),
-           "STUB_FILE_SYSTEM": values.get("storage", {}).get("efs", {}).get(
-               "fileSystemId", "fs-0fedcba9876543210"), "CODE_DIR": str(tmp_path),
-           **stub_env}
-    (tmp_path / "home").mkdir()
-    runbook = (tree / "out" / "RUNBOOK.md").read_text()
-    for number, block in enumerate(sh_blocks(runbook), start=1):
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tree / "out",
-                                env=env, capture_output=True, text=True, timeout=60,
-                                check=False)
-        assert result.returncode == 0, f"block {number} failed:\n{block}\n{result.stderr}"
-        assert "unbound variable" not in result.stderr
-    assert_profiles(tmp_path / "log.profiles", values.get("cluster", {}).get("name"))
-    log = tmp_path / "log"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-# What only an administrator does: the IAM group of the user that runs the cluster tool.
-ADMINISTRATOR_CALLS = {"get-group", "create-group", "attach-group-policy", "add-user-to-group",
-                       "remove-user-from-group", "detach-group-policy", "delete-group"}
-
-
-def assert_profiles(profiles: Path, cluster: str | None) -> None:
-    """The IAM group's set-up and removal run under ADMIN_PROFILE, and so does every other IAM
-    call unless the user's group has IAMFullAccess; every other AWS call runs under the profile
-    of the user the runbook sets up, in whatever block it is."""
-    calls = [json.loads(line) for line in profiles.read_text().splitlines()] \
-        if profiles.exists() else []
-    user_has_iam = any("arn:aws:iam::aws:policy/IAMFullAccess" in call for call in calls)
-    for profile, tool, *argv in calls:
-        iam = tool == "aws" and argv[0] == "iam"
-        administrator = iam and (argv[1] in ADMINISTRATOR_CALLS or not user_has_iam)
-        assert profile == ("admin" if administrator else f"paddlegen-{cluster}"), (tool, argv)
-
+RunbookLog = Callable[[str], list[list[str]]]
 
 def index(log: list[list[str]], *words: str) -> int:
     """Where the first call whose argv holds all of `words` is in the log."""
@@ -93,9 +32,9 @@ def position(log: list[list[str]], tool: str, fragment: str) -> int:
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize("golden", ["kube-aws", "kube-aws-v0.9.9"])
-def test_the_kube_aws_runbook_runs_start_to_finish(golden: str, tmp_path: Path) -> None:
-    log = run_blocks(golden, tmp_path)
+@pytest.mark.parametrize("golden", goldens_of("kube-aws"))
+def test_the_kube_aws_runbook_runs_start_to_finish(golden: str, runbook_log: RunbookLog) -> None:
+    log = runbook_log(golden)
     cluster = "paddle-cluster"
     # the DNS name comes out of the tab-padded `kube-aws status` without whitespace
     [dig] = [call for call in log if call[0] == "dig"]
@@ -119,8 +58,9 @@ def test_the_kube_aws_runbook_runs_start_to_finish(golden: str, tmp_path: Path) 
 
 
 @pytest.mark.conformance
-def test_the_kube_up_runbook_runs_start_to_finish(tmp_path: Path) -> None:
-    log = run_blocks("kube-up", tmp_path)
+@pytest.mark.parametrize("golden", goldens_of("kube-up"))
+def test_the_kube_up_runbook_runs_start_to_finish(golden: str, runbook_log: RunbookLog) -> None:
+    log = runbook_log(golden)
     up = position(log, "kube-up.sh", "")
     deploy = position(log, "aws", "cloudformation deploy --stack-name k8s-efs")
     mounts = [i for i, call in enumerate(log) if call[0] == "ssh" and "mount -t nfs4" in call[-1]]
@@ -132,14 +72,12 @@ def test_the_kube_up_runbook_runs_start_to_finish(tmp_path: Path) -> None:
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize(("golden", "made_here"), [
-    ("eks", False), ("eks-kubeflow", True), ("eks-paddle", False),
-    ("eks-paddle-kubeflow", False)])
-def test_the_eks_runbook_runs_start_to_finish(golden: str, made_here: bool,
-                                              tmp_path: Path) -> None:
-    cluster = YAML(typ="safe", pure=True).load(GOLDEN / golden / "spec.yaml")["cluster"]["name"]
-    stack = f"{cluster}-efs"
-    log = run_blocks(golden, tmp_path, STUB_FILE_SYSTEM_OWNER=stack if made_here else "")
+@pytest.mark.parametrize("golden", goldens_of("eks"))
+def test_the_eks_runbook_runs_start_to_finish(golden: str, runbook_log: RunbookLog) -> None:
+    values = spec_values(golden)
+    stack = f"{values['cluster']['name']}-efs"
+    made_here = "fileSystemId" not in values["storage"]["efs"]  # the stack makes it
+    log = runbook_log(golden)
     cluster_made = position(log, "eksctl", "create cluster -f")
     efs_deployed = position(log, "aws", f"cloudformation deploy --stack-name {stack}")
     assert cluster_made < efs_deployed  # its network comes from eksctl's stack
@@ -161,8 +99,9 @@ def test_the_eks_runbook_runs_start_to_finish(golden: str, made_here: bool,
 
 
 @pytest.mark.conformance
-def test_the_local_runbook_runs_and_calls_no_aws(tmp_path: Path) -> None:
-    log = run_blocks("local", tmp_path)
+@pytest.mark.parametrize("golden", goldens_of("local"))
+def test_the_local_runbook_runs_and_calls_no_aws(golden: str, runbook_log: RunbookLog) -> None:
+    log = runbook_log(golden)
     assert log and not any(call[0] in ("aws", "kube-aws", "ssh") for call in log)
 
 
@@ -211,7 +150,8 @@ def test_a_record_set_kube_aws_manages_needs_no_dns_step(version: str) -> None:
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize("golden", ["kube-aws", "eks", "eks-paddle-kubeflow"])
+@pytest.mark.parametrize("golden", [name for name in golden_names() if "STATE=$(" in (
+    GOLDEN / name / "out" / "RUNBOOK.md").read_text()])
 def test_a_failed_job_ends_its_wait_non_zero_and_nothing_after_it_runs(
         golden: str, tmp_path: Path) -> None:
     """The data Job (or the run) failed: the block says so and stops, within the Job's own
@@ -221,12 +161,7 @@ def test_a_failed_job_ends_its_wait_non_zero_and_nothing_after_it_runs(
     spec = GOLDEN / golden / "spec.yaml"
     tree = tmp_path / "tree"
     shutil.copytree(spec.parent / "out", tree / "out")
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    script = stubs / "stub.py"
-    script.write_text(f"#!{sys.executable}\n" + STUB.read_text())
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    (stubs / "kubectl").symlink_to(script)
+    stubs = install_stubs(tmp_path / "stubs", ("kubectl",))
     result = subprocess.run(
         ["bash", "-c", block], cwd=tree / "out", capture_output=True, text=True, timeout=60,
         env={"HOME": str(tmp_path), "PATH": f"{stubs}:/usr/bin:/bin", "LC_ALL": "C.UTF-8",

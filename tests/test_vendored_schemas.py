@@ -1,27 +1,29 @@
 """The vendored strict schemas of Kubernetes (schema/kubernetes/): the old releases 1.5 and 1.8
-and the current releases vendor.py lists, read with jsonschema alone: what each release accepts
-and refuses, and that every file stands alone."""
+and the current releases scripts/vendor_kubernetes.py lists, read with jsonschema alone: what
+each release accepts and refuses, that every file stands alone, and that every file is what the
+script makes."""
 
 from __future__ import annotations
 
 import copy
 import importlib.util
 import json
-import sys
+import re
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator, ValidationError
 
+import vendor_kubernetes as vendor
+import vendoring
 from conftest import ROOT
 
 VENDORED = ROOT / "schema" / "kubernetes"
 OLD_RELEASES = ("v1.5", "v1.8")
-# Every other directory is a current release, written by vendor.py from kubernetes-validate.
+# Every other directory is a current release, written by the script from kubernetes-validate.
 CURRENT_RELEASES = tuple(sorted(
     (path.name for path in VENDORED.glob("v1.*") if path.name not in OLD_RELEASES),
     key=lambda name: int(name.rpartition(".")[2])))
@@ -133,17 +135,6 @@ def definitions_member(release: str) -> str:
     return "definitions" if release in OLD_RELEASES else "$defs"
 
 
-@cache
-def vendor_script() -> ModuleType:
-    """schema/kubernetes/vendor.py, which is no module of the package."""
-    spec = importlib.util.spec_from_file_location("paddlegen_vendor", VENDORED / "vendor.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def _copy_at(obj: dict[str, Any], path: str) -> tuple[dict[str, Any], Any, str]:
     """A deep copy of `obj`, the node in it holding the dotted `path`'s last key, and that key
     (list indexes are numbers)."""
@@ -195,9 +186,9 @@ def test_the_profiles_default_releases_are_vendored() -> None:
 
 
 def test_vendor_script_writes_exactly_the_current_release_directories() -> None:
-    # Adding a release is one line in vendor.py; paddlegen and these tests find its directory.
-    listed = vendor_script().CURRENT_RELEASES
-    assert tuple(f"v{release}" for release in listed) == CURRENT_RELEASES
+    # Adding a release is one line in the script; paddlegen and these tests find its directory.
+    assert tuple(f"v{release}" for release in vendor.CURRENT_RELEASES) == CURRENT_RELEASES
+    assert vendor.OUTPUT == VENDORED
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -294,12 +285,11 @@ def installed_kubernetes_validate() -> tuple[str, Path] | None:
     # release): the newest in the fast part, every one in the conformance part
     *(pytest.param(release, marks=pytest.mark.conformance) for release in CURRENT_RELEASES[:-1]),
     CURRENT_RELEASES[-1]])
-def test_current_files_are_what_vendor_py_makes_of_kubernetes_validate(release: str) -> None:
+def test_current_files_are_what_the_script_makes_of_kubernetes_validate(release: str) -> None:
     """The files regenerated from the installed kubernetes-validate, if it is the pinned one
     (the wheel holds the same files: checked when this was vendored)."""
-    vendor = vendor_script()
     found = installed_kubernetes_validate()
-    pinned = vendor.VALIDATE_WHEEL.requirement.partition("==")[2]
+    pinned = vendor.VALIDATE_WHEEL.name.partition("==")[2]
     if found is None or found[0] != pinned:
         pytest.skip(f"kubernetes-validate {pinned} is not installed")
     directory = found[1] / f"{release}.0-local-strict"
@@ -308,6 +298,31 @@ def test_current_files_are_what_vendor_py_makes_of_kubernetes_validate(release: 
     rendered = vendor.render_current(sources)
     assert rendered == {name: (VENDORED / release / name).read_text(encoding="utf-8")
                         for name in FILES[release]}
+
+
+@pytest.mark.parametrize(("release", "file_name"), ALL_FILES)
+def test_file_is_what_the_script_makes_of_its_own_definitions(release: str,
+                                                               file_name: str) -> None:
+    """The script's pure part, run on a vendored file as its source, makes that file again:
+    its walk over the keywords knows every one in it, and its trimming to what the root reaches
+    keeps every definition. (Its sources proper are archives, which the tests do not download:
+    scripts/vendor_kubernetes.py --check compares with them.)"""
+    text = (VENDORED / release / file_name).read_text(encoding="utf-8")
+    schema = json.loads(text)
+    if release in OLD_RELEASES:
+        root = schema["$ref"].removeprefix(vendor.REF_PREFIX)
+        again = vendor.standalone(schema["definitions"], root)
+    else:
+        kind_file = {keyword: value for keyword, value in schema.items() if keyword != "$defs"}
+        again = vendor.self_contained(kind_file, schema["$defs"])
+    assert vendoring.compact(again) == text
+
+
+def test_script_refuses_a_keyword_it_does_not_know() -> None:
+    kind_file = {"type": "object", "properties": {"spec": {"unevaluatedProperties": False}}}
+    with pytest.raises(vendoring.VendorError,
+                       match=r"#/properties/spec: unknown keyword 'unevaluatedProperties'"):
+        vendor.self_contained(kind_file, {})
 
 
 # --- what every release accepts -------------------------------------------------------------
@@ -497,9 +512,19 @@ def test_fractional_quantity_number() -> None:
         assert errors(release, "container-v1.json", half_cpu) == []
 
 
+def test_origin_counts_the_files_and_bytes_of_every_release() -> None:
+    origin = (VENDORED / "ORIGIN.md").read_text(encoding="utf-8")
+    table = {release: (int(files), int(size.replace(",", "")))
+             for release, files, size in re.findall(r"^\| `(v1\.\d+)/` \| (\d+) \| ([\d,]+) \|$",
+                                                    origin, re.M)}
+    assert table == {release: (len(FILES[release]),
+                               sum(len(path.read_bytes())
+                                   for path in (VENDORED / release).glob("*.json")))
+                     for release in RELEASES}
+
+
 def test_origin_names_every_archive_and_its_digest() -> None:
     origin = (VENDORED / "ORIGIN.md").read_text(encoding="utf-8")
-    vendor = vendor_script()
     for text in ("kubernetes-validate-1.11.0.2.tar.gz", "kubernetes-1.0.2-py2.py3-none-any.whl",
                  "kubernetes_validate-1.37.0-py3-none-any.whl",
                  vendor.VALIDATE_SDIST.sha256, vendor.CLIENT_WHEEL.sha256,

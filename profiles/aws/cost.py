@@ -4,11 +4,11 @@ module (its _origin names the sources, their regions and dates)."""
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from paddlegen.compiler import runbook as rb
 from paddlegen.profiles.aws import data
 
 # The regions a price missing for the cluster's region is taken from, in this order: the ones
@@ -95,7 +95,7 @@ def before_you_start(region: str, costs: list[Cost], on_top: str, duration: str,
     efs, efs_region = regional(data("prices.json")["efsStandardPerGBMonth"], region)
     efs_where = f" ({efs_region}'s price)" if efs_region else ""
     checklist = "".join(f"- [ ] {need}\n" for need in needs)
-    estimate = fill(
+    estimate = rb.fill(
         f"What the cluster as specified costs an hour on demand in {region}: an estimate from "
         f"the price table vendored in `{PRICE_TABLE}` (its sources and dates are inside); a row "
         f"priced in another region, for want of {region}'s, says so. {on_top} come on top: EFS "
@@ -109,11 +109,6 @@ def before_you_start(region: str, costs: list[Cost], on_top: str, duration: str,
 | --- | --- |
 {rows}| total | {total} |
 
-{fill(duration)} You need:
+{rb.fill(duration)} You need:
 
 {checklist}"""
-
-
-def fill(paragraph: str) -> str:
-    """Markdown prose wrapped as the runbooks' hand-written paragraphs are."""
-    return textwrap.fill(paragraph, 96, break_long_words=False, break_on_hyphens=False)

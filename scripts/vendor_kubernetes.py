@@ -1,23 +1,25 @@
-"""Regenerate the vendored strict schemas of Kubernetes (a maintainer tool): 1.5 and 1.8, which
-kubernetes-validate no longer bundles, and the current releases in CURRENT_RELEASES.
+"""Regenerate the vendored strict schemas of Kubernetes in schema/kubernetes/ (a maintainer
+tool, not part of the package): 1.5 and 1.8, which kubernetes-validate no longer bundles, and the
+current releases in CURRENT_RELEASES.
 
 Run by hand from the repository root, never at build time:
 
-    python schema/kubernetes/vendor.py
-    python schema/kubernetes/vendor.py --validate-sdist kubernetes-validate-1.11.0.2.tar.gz \
+    python scripts/vendor_kubernetes.py
+    python scripts/vendor_kubernetes.py --validate-sdist kubernetes-validate-1.11.0.2.tar.gz \
         --client-wheel kubernetes-1.0.2-py2.py3-none-any.whl \
         --validate-wheel kubernetes_validate-1.37.0-py3-none-any.whl
 
 Without archive paths it fetches them with `pip download`. Either way each archive must match
-the sha256 pinned below (and recorded in ORIGIN.md). The *.json files of each release's directory
-beside this script are replaced; ORIGIN.md says where they come from and what was done to them.
+the sha256 pinned below (and recorded in schema/kubernetes/ORIGIN.md). The *.json files of each
+release's directory in schema/kubernetes/ are replaced; ORIGIN.md there says where they come
+from and what was done to them. With --check nothing is written: it says whether the files are
+what it would write, and exits 1 if not.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import hashlib
 import json
 import re
 import subprocess
@@ -25,25 +27,37 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from jsonschema import Draft202012Validator
+from vendoring import (
+    LIST_OF_SUBSCHEMAS,
+    ONE_SUBSCHEMA,
+    SCHEMA,
+    Keywords,
+    Pin,
+    Schema,
+    VendorError,
+    check_pin,
+    checked,
+    compact,
+    map_schemas,
+    out_of_date,
+    reached,
+    refs,
+    report,
+    without,
+)
 
-HERE = Path(__file__).resolve().parent
+OUTPUT = SCHEMA / "kubernetes"
 REF_PREFIX = "#/definitions/"
-
-Schema = dict[str, Any]
 
 
 @dataclass(frozen=True)
-class Archive:
-    """A release archive on PyPI, pinned by its content."""
+class Archive(Pin):
+    """A release archive on PyPI (`name` is its requirement), pinned by its content."""
 
-    requirement: str
-    sha256: str
     pip_options: tuple[str, ...]
 
 
@@ -69,6 +83,8 @@ CURRENT_RELEASES = (
     "1.33",
     "1.34",
     "1.35",
+    "1.36",
+    "1.37",
 )
 
 VALIDATE_DIRECTORY = "v1.8.4-local-strict"
@@ -131,73 +147,18 @@ def download(archive: Archive, directory: Path) -> Path:
     """The archive fetched by pip into its own empty directory, so it is the only file there."""
     directory.mkdir()
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--dest",
-                    str(directory), *archive.pip_options, archive.requirement], check=True)
+                    str(directory), *archive.pip_options, archive.name], check=True)
     [path] = directory.iterdir()
     return path
 
 
-def verify(path: Path, archive: Archive) -> None:
-    # Another file under the same name would silently vendor another schema.
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != archive.sha256:
-        raise SystemExit(f"{path.name}: sha256 {digest}, expected {archive.sha256} "
-                         f"for {archive.requirement}")
-
-
-# --- shared: trimming to what a root reaches -------------------------------------------------
-
-
-def refs(node: Any, prefix: str = REF_PREFIX) -> Iterator[str]:
-    """The definition names referred to anywhere in a schema fragment."""
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        # A property may be *named* "$ref" (apiextensions' JSONSchemaProps): its value is a dict.
-        if isinstance(ref, str):
-            if not ref.startswith(prefix):
-                raise ValueError(f"not a local definition: {ref}")
-            yield ref.removeprefix(prefix)
-        for value in node.values():
-            yield from refs(value, prefix)
-    elif isinstance(node, list):
-        for item in node:
-            yield from refs(item, prefix)
-
-
-def reachable(definitions: Schema, root: str, prefix: str = REF_PREFIX) -> set[str]:
-    """`root` and every definition it reaches."""
-    return reached(definitions, [root], prefix)
-
-
-def reached(definitions: Schema, names: Iterable[str], prefix: str = REF_PREFIX) -> set[str]:
-    seen: set[str] = set()
-    pending = list(names)
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        if name not in definitions:
-            raise KeyError(f"{name} is referred to but not defined")
-        seen.add(name)
-        pending.extend(refs(definitions[name], prefix))
-    return seen
+# --- 1.5 and 1.8: a file per kind, trimmed to what its root reaches -------------------------
 
 
 def standalone(definitions: Schema, root: str) -> Schema:
     """One file that depends on no other: the root and only what it reaches."""
-    keep = reachable(definitions, root)
+    keep = reached(definitions, [root], REF_PREFIX)
     return {"$ref": REF_PREFIX + root, "definitions": {name: definitions[name] for name in keep}}
-
-
-def checked(schema: Schema) -> Schema:
-    # paddlegen validates with Draft 2020-12: the schema must be valid there and its root must
-    # resolve (a bad pointer only fails on first use).
-    Draft202012Validator.check_schema(schema)
-    Draft202012Validator(schema).is_valid({})
-    return schema
-
-
-def compact(schema: Schema) -> str:
-    return json.dumps(schema, separators=(",", ":"), sort_keys=True) + "\n"
 
 
 def render(kinds: Iterable[Kind], definitions: Schema,
@@ -205,6 +166,15 @@ def render(kinds: Iterable[Kind], definitions: Schema,
     """File name -> compact JSON text, for each kind."""
     return {kind.file_name: compact(checked(standalone(definitions, root_of(kind))))
             for kind in kinds}
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def written(releases: dict[str, dict[str, str]]) -> dict[Path, str]:
+    """Path -> text of every file written for these releases (directory name -> its files)."""
+    return {OUTPUT / release / name: text
+            for release, files in releases.items() for name, text in files.items()}
 
 
 def write_version(directory: Path, files: dict[str, str]) -> None:
@@ -236,11 +206,13 @@ def read_validate_files(sdist: Path, names: set[str]) -> dict[str, Schema]:
             parent, _, name = member.name.rpartition("/")
             if parent.endswith("/" + VALIDATE_DIRECTORY) and name in names:
                 content = tar.extractfile(member)
-                assert content is not None, member.name
+                if content is None:
+                    raise VendorError(f"{sdist.name}: {member.name} is not a regular file")
                 found[name] = json.load(content)
     missing = names - found.keys()
     if missing:
-        raise SystemExit(f"{sdist.name}: no {', '.join(sorted(missing))} in {VALIDATE_DIRECTORY}")
+        raise VendorError(f"{sdist.name}: no {', '.join(sorted(missing))} in "
+                          f"{VALIDATE_DIRECTORY}")
     return found
 
 
@@ -253,7 +225,7 @@ def definition_name(definitions: Schema, kind: Kind) -> str:
     # Container is no top-level kind and carries no group-version-kind.
     expected = {"group": kind.group, "version": kind.version, "kind": kind.kind}
     if gvks is not None and expected not in gvks:
-        raise SystemExit(f"{name} is {gvks}, not {expected}")
+        raise VendorError(f"{name} is {gvks}, not {expected}")
     return name
 
 
@@ -269,7 +241,7 @@ def check_same_as_kubernetes_validate(kind_file: Schema, definitions: Schema, ro
         same = (sorted(kind_file["properties"]) == sorted(definitions[root]["properties"])
                 and kind_file.get("required") == definitions[root].get("required"))
     if not same:
-        raise SystemExit(f"kubernetes-validate's file for {root} differs from the definition")
+        raise VendorError(f"kubernetes-validate's file for {root} differs from the definition")
 
 
 def vendor_18(sdist: Path) -> dict[str, str]:
@@ -332,7 +304,7 @@ def swagger_name(class_name: str) -> str:
     The generator only capitalised the (lower-case) package part and dropped the dot."""
     match = re.fullmatch(r"([A-Z][a-z0-9]*)([A-Z]\w*)", class_name)
     if match is None:
-        raise ValueError(f"unexpected model class name {class_name}")
+        raise VendorError(f"unexpected model class name {class_name}")
     return f"{match.group(1).lower()}.{match.group(2)}"
 
 
@@ -343,7 +315,7 @@ def _assigned_in(init: ast.FunctionDef, attribute: str) -> dict[str, str]:
                 and target.attr == attribute):
             value: dict[str, str] = ast.literal_eval(node.value)
             return value
-    raise ValueError(f"__init__ assigns no self.{attribute}")
+    raise VendorError(f"__init__ assigns no self.{attribute}")
 
 
 def _decorated_as(function: ast.FunctionDef, decorator: str) -> bool:
@@ -393,17 +365,17 @@ def type_schema(swagger_type: str, models: dict[str, Model]) -> Schema:
         return {"type": "object", "additionalProperties": type_schema(match.group(1), models)}
     if swagger_type in models:
         return {"$ref": REF_PREFIX + swagger_name(swagger_type)}
-    raise ValueError(f"unknown swagger type {swagger_type!r}")
+    raise VendorError(f"unknown swagger type {swagger_type!r}")
 
 
 def model_definition(model: Model, models: dict[str, Model]) -> Schema:
     if model.class_name in SCALARS_15:
         if model.types:
-            raise SystemExit(f"{model.class_name} now has fields: revisit SCALARS_15")
+            raise VendorError(f"{model.class_name} now has fields: revisit SCALARS_15")
         return SCALARS_15[model.class_name]
     if not model.types:
         # An empty strict object refuses every value: such a type needs a SCALARS_15 entry.
-        raise SystemExit(f"{model.class_name} has no fields and no scalar mapping")
+        raise VendorError(f"{model.class_name} has no fields and no scalar mapping")
     properties: Schema = {}
     for attribute, swagger_type in model.types.items():
         schema = type_schema(swagger_type, models)
@@ -432,13 +404,16 @@ def vendor_15(wheel: Path) -> dict[str, str]:
 # --- current releases: kubernetes-validate's per-kind files, made self-contained -------------
 
 
-# Where subschemas sit, by keyword, in the current releases' schemas. A keyword known in neither
-# set stops the tool: it might hold subschemas that would be copied without being rewritten.
-ONE_SUBSCHEMA = frozenset({"items", "additionalProperties", "not"})
-SUBSCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf"})
-SUBSCHEMA_MAP = frozenset({"properties", "$defs"})
-NO_SUBSCHEMA = frozenset({"type", "enum", "required", "format", "description", "$ref",
-                          "$schema", "$id"})
+# The keywords of the current releases' schemas. Any other stops the tool: it might hold
+# subschemas that would be copied without being rewritten.
+KEYWORDS_CURRENT = Keywords(
+    one=ONE_SUBSCHEMA,
+    listed=LIST_OF_SUBSCHEMAS,
+    named=frozenset({"properties", "$defs"}),
+    plain=frozenset({"type", "enum", "required", "format", "description", "$ref", "$schema",
+                     "$id"}),
+    annotation_prefix="x-",
+)
 
 
 def read_wheel_files(wheel: Path, release: str, names: set[str]) -> dict[str, Schema]:
@@ -447,54 +422,33 @@ def read_wheel_files(wheel: Path, release: str, names: set[str]) -> dict[str, Sc
     with zipfile.ZipFile(wheel) as archive:
         missing = {directory + name for name in names} - set(archive.namelist())
         if missing:
-            raise SystemExit(f"{wheel.name}: no {', '.join(sorted(missing))}")
+            raise VendorError(f"{wheel.name}: no {', '.join(sorted(missing))}")
         return {name: json.loads(archive.read(directory + name)) for name in names}
 
 
-def map_schemas(schema: Any, change: Callable[[Schema], Schema]) -> Any:
-    """`schema` with `change` applied to each of its subschemas, deepest first, and to itself.
-
-    Property names are not schemas and stay as they are: a field may be called description."""
-    if isinstance(schema, bool):
-        return schema
-    mapped: Schema = {}
-    for keyword, value in schema.items():
-        if keyword in ONE_SUBSCHEMA:
-            value = map_schemas(value, change)
-        elif keyword in SUBSCHEMA_LIST:
-            value = [map_schemas(item, change) for item in value]
-        elif keyword in SUBSCHEMA_MAP:
-            value = {name: map_schemas(item, change) for name, item in value.items()}
-        elif keyword not in NO_SUBSCHEMA and not keyword.startswith("x-"):
-            raise SystemExit(f"unknown keyword {keyword!r}: tell vendor.py whether it holds "
-                             f"subschemas")
-        mapped[keyword] = value
-    return change(mapped)
-
-
-def without_description(schema: Schema) -> Schema:
-    # An annotation: no validator reads it, and it is three quarters of the bytes.
-    return {keyword: value for keyword, value in schema.items() if keyword != "description"}
-
-
-def local_ref(schema: Schema) -> Schema:
+def local_ref(schema: Schema, where: str) -> Schema:
     """A ref into the shared _definitions.json made a ref into the file's own $defs."""
     ref = schema.get("$ref")
     if ref is None or ref.startswith(DEFS_PREFIX):
         return schema
     if not ref.startswith(SHARED_PREFIX):
-        raise SystemExit(f"unexpected ref {ref}")
+        raise VendorError(f"{where}: unexpected ref {ref}")
     return {**schema, "$ref": DEFS_PREFIX + ref.removeprefix(SHARED_PREFIX)}
+
+
+# An annotation: no validator reads it, and it is three quarters of the bytes.
+without_description = without("description")
 
 
 def self_contained(kind_file: Schema, definitions: Schema) -> Schema:
     """kubernetes-validate's file of a kind, with its own copy of the definitions it reaches.
 
     Its $id goes: it names the file kubernetes-validate ships, and the refs are local now."""
-    root = map_schemas({k: v for k, v in kind_file.items() if k != "$id"}, local_ref)
+    root = map_schemas({k: v for k, v in kind_file.items() if k != "$id"}, local_ref,
+                       KEYWORDS_CURRENT)
     keep = reached(definitions, refs(root, DEFS_PREFIX), DEFS_PREFIX)
     document = {**root, "$defs": {name: definitions[name] for name in sorted(keep)}}
-    trimmed: Schema = map_schemas(document, without_description)
+    trimmed: Schema = map_schemas(document, without_description, KEYWORDS_CURRENT)
     return trimmed
 
 
@@ -521,35 +475,50 @@ def vendor_current(wheel: Path, release: str) -> dict[str, str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--validate-sdist", type=Path,
                         help="kubernetes-validate-1.11.0.2.tar.gz (default: pip download)")
     parser.add_argument("--client-wheel", type=Path,
                         help="kubernetes-1.0.2-py2.py3-none-any.whl (default: pip download)")
     parser.add_argument("--validate-wheel", type=Path,
                         help="kubernetes_validate-1.37.0-py3-none-any.whl (default: pip download)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if the files are not what would be written")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
+def vendor(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """Release directory name -> its files (name -> text), from the pinned archives."""
     with tempfile.TemporaryDirectory() as scratch:
         sdist = args.validate_sdist or download(VALIDATE_SDIST, Path(scratch) / "validate")
         wheel = args.client_wheel or download(CLIENT_WHEEL, Path(scratch) / "client")
         current = args.validate_wheel or download(VALIDATE_WHEEL, Path(scratch) / "current")
-        verify(sdist, VALIDATE_SDIST)
-        verify(wheel, CLIENT_WHEEL)
-        verify(current, VALIDATE_WHEEL)
+        check_pin(sdist, VALIDATE_SDIST)
+        check_pin(wheel, CLIENT_WHEEL)
+        check_pin(current, VALIDATE_WHEEL)
         # All are built before any is written, so a failure leaves the old files whole.
-        releases = {"v1.8": vendor_18(sdist), "v1.5": vendor_15(wheel),
-                    **{f"v{release}": vendor_current(current, release)
-                       for release in CURRENT_RELEASES}}
+        return {"v1.8": vendor_18(sdist), "v1.5": vendor_15(wheel),
+                **{f"v{release}": vendor_current(current, release)
+                   for release in CURRENT_RELEASES}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        releases = vendor(args)
+    except VendorError as error:
+        print(error, file=sys.stderr)
+        return 1
+    if args.check:
+        expected = written(releases)
+        return report(out_of_date(expected, OUTPUT.glob("v1.*/*.json")), len(expected))
     for name, files in releases.items():
-        write_version(HERE / name, files)
-    for directory in HERE.glob("v1.*"):
+        write_version(OUTPUT / name, files)
+    for directory in OUTPUT.glob("v1.*"):
         if directory.name not in releases:
             remove_version(directory)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

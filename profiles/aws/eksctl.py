@@ -9,7 +9,8 @@ from functools import cache
 from typing import Any
 
 from paddlegen.compiler.boolean_schema import Check, boolean_validator, reject
-from paddlegen.compiler.kube_schema import Violation, in_path_order, schema_package
+from paddlegen.compiler.kube_schema import in_path_order, schema_package
+from paddlegen.compiler.problems import Violation
 
 SCHEMA = "clusterconfig-v1alpha5.json"
 ORIGIN = "eksctl v0.230.0's ClusterConfig schema"
@@ -36,6 +37,6 @@ def violations(config: dict[str, Any]) -> list[Violation]:
 
     # An empty registry: every ref is inside the file, and nothing is fetched.
     validator = Draft7Validator(_schema(), registry=Registry())
-    found = [Violation(tuple(error.absolute_path), f"{error.message} ({ORIGIN})")
-             for error in validator.iter_errors(config)]
+    found: list[Violation] = [(tuple(error.absolute_path), f"{error.message} ({ORIGIN})")
+                              for error in validator.iter_errors(config)]
     return in_path_order(found)

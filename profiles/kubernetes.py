@@ -1,0 +1,273 @@
+"""Profile `kubernetes`: the cluster you already have (EKS or any other, run by a platform team).
+The tree holds only the training: its objects, a claim on the storage that cluster has, the
+kustomization and a runbook of kubectl commands. No cluster tool, no cloud account."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from shlex import quote as q
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from paddlegen.compiler import collective
+from paddlegen.compiler import runbook as rb
+from paddlegen.compiler.collective import CollectiveTraining
+from paddlegen.compiler.kube_objects import (
+    Object,
+    persistent_volume_claim,
+    trainer_selector,
+)
+from paddlegen.compiler.plan import (
+    ClaimVolume,
+    DataJob,
+    Meta,
+    PserverTraining,
+    SharedVolume,
+    meta_of,
+)
+from paddlegen.compiler.profile import Explanation, Profile
+from paddlegen.compiler.rules import (
+    Violation,
+    dataset_image_tag,
+    gradient_servers,
+    job_names,
+    kube_version,
+    launcher_release,
+    port_range,
+    release_fields,
+    resource_limits,
+    rule,
+    split_count,
+    system_namespace,
+    training_image_tag,
+)
+from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.profiles import workload
+from paddlegen.profiles.workload import (
+    OPERATOR_MANIFESTS,
+    TRAINING_OPERATOR,
+    WorkloadDataset,
+    WorkloadTraining,
+    either,
+    v1_only,
+)
+from paddlegen.schema import patterns as p
+from paddlegen.schema.models import SpecBase, SpecModel, text
+
+JOBS = ("training", "dataset")  # the spec sections of the profile's Jobs
+# The pods' name for the shared volume, and where the data Job mounts it: where the PaddlePaddle
+# 3 pods mount it too, so a data Job's <job>/data is the same path in every pod.
+SHARED_DATA_MOUNT = collective.SHARED_MOUNT
+
+
+class KubernetesStorage(SpecModel):
+    """A ReadWriteMany claim on the cluster's storage: one a StorageClass provisions, or one that
+    exists already."""
+
+    storage_class_name: Annotated[str | None, text(p.DNS_SUBDOMAIN, (
+        "A StorageClass of the cluster that provisions ReadWriteMany volumes (NFS, EFS, "
+        "Filestore, CephFS): the tree claims a volume of it."))] = None
+    existing_claim: Annotated[str | None, text(p.DNS_SUBDOMAIN, (
+        "A ReadWriteMany PersistentVolumeClaim that exists in the namespace: the pods mount it "
+        "and the tree makes none."))] = None
+    claim_name: Annotated[str, text(p.DNS_SUBDOMAIN, (
+        "Name of the claim the tree makes, with storageClassName."))]
+    request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
+
+
+class KubernetesSpec(SpecBase):
+    """Distributed training on a cluster that exists, on storage it has."""
+
+    profile: Literal["kubernetes"] = Field(description="Which way to run.")
+    storage: KubernetesStorage = Field(description="The shared volume.")
+    dataset: WorkloadDataset = Field(description="The data-preparation Job.")
+    training: WorkloadTraining = Field(description="The training run.")
+
+
+TARGET_READS = ("kubeVersion",)  # what target() reads of the spec
+
+
+def target(spec: KubernetesSpec) -> Target:
+    version = spec.kube_version or "1.37"  # kubernetes.yaml sets it; a spec may choose
+    return Target("the cluster you have", KubeRelease(version, version))
+
+
+@rule("storage-source", reads=("storage.storageClassName", "storage.existingClaim"))
+def storage_source(spec: KubernetesSpec) -> Iterable[Violation]:
+    """storage names one source: storageClassName (the tree claims a volume of that class) or
+    existingClaim (the pods mount that claim), not both."""
+    s = spec.storage
+    if s.storage_class_name is None and s.existing_claim is None:
+        yield ("storage",), ("name the storage: storageClassName (a class that provisions "
+                             "ReadWriteMany volumes) or existingClaim (a claim that exists)")
+    elif s.storage_class_name is not None and s.existing_claim is not None:
+        yield ("storage", "existingClaim"), (
+            "storageClassName is set too; keep one: the tree either claims a volume of the "
+            "class or mounts the claim that exists")
+
+
+def shared_claim(claim_name: str) -> ClaimVolume:
+    """How the pods mount the claim: as the PaddlePaddle 3 pods mount the shared volume."""
+    return ClaimVolume(claim_name, collective.SHARED_VOLUME, SHARED_DATA_MOUNT)
+
+
+@dataclass(frozen=True)
+class ProvisionedClaim:
+    """A claim the tree makes, which the StorageClass provisions a volume for."""
+
+    claim_name: str
+    storage_class_name: str
+    request: str
+
+    @property
+    def words(self) -> str:
+        return f"the claim `{self.claim_name}`"
+
+    @property
+    def claim(self) -> ClaimVolume:
+        return shared_claim(self.claim_name)
+
+    def objects(self, meta: Meta) -> list[Object]:
+        return [persistent_volume_claim(meta, self.claim_name, self.request,
+                                        storage_class_name=self.storage_class_name)]
+
+
+@dataclass(frozen=True)
+class ExistingClaim:
+    """A claim that exists in the namespace: the pods mount it, the tree makes nothing."""
+
+    claim_name: str
+
+    @property
+    def words(self) -> str:
+        return f"the claim `{self.claim_name}`"
+
+    @property
+    def claim(self) -> ClaimVolume:
+        return shared_claim(self.claim_name)
+
+    def objects(self, meta: Meta) -> list[Object]:
+        return []
+
+
+@dataclass(frozen=True)
+class KubernetesPlan:
+    meta: Meta
+    volume: ProvisionedClaim | ExistingClaim
+    data: DataJob | None  # paddle runs one only if the spec names its image
+    training: PserverTraining | CollectiveTraining
+
+    @property
+    def launcher(self) -> str:
+        return workload.launcher_of(self.training)
+
+
+def shared_volume(spec: KubernetesSpec) -> ProvisionedClaim | ExistingClaim:
+    s = spec.storage
+    if s.existing_claim is not None:
+        return ExistingClaim(s.existing_claim)
+    assert s.storage_class_name is not None  # rule storage-source
+    return ProvisionedClaim(s.claim_name, s.storage_class_name, s.request)
+
+
+def derive(spec: KubernetesSpec) -> KubernetesPlan:
+    tgt = target(spec)
+    volume = shared_volume(spec)
+    data, training = workload.derive_training(spec, volume, tgt.kube)
+    return KubernetesPlan(meta_of(spec, tgt, training.image), volume, data, training)
+
+
+def objects(plan: KubernetesPlan) -> list[Object]:
+    volume: SharedVolume = plan.volume
+    # the namespace is the cluster's, there already: the tree neither makes nor deletes it
+    return workload.objects(plan.meta, volume, plan.data, plan.training, own_namespace=False)
+
+
+def files(plan: KubernetesPlan) -> dict[str, str]:
+    return {}
+
+
+def runbook(plan: KubernetesPlan, manifest_paths: list[str]) -> str:
+    from paddlegen.compiler.template import render
+
+    meta, training, data = plan.meta, plan.training, plan.data
+    *first, training_manifest = manifest_paths
+    if isinstance(training, CollectiveTraining):
+        trainers, notes, output = collective_run(meta, training, data)
+    else:
+        assert data is not None  # paddle-v1 always has its data Job
+        selector = "-l " + ",".join(f"{key}={q(value)}"
+                                    for key, value in trainer_selector(meta).items())
+        trainers = rb.follow_trainers(meta, training, selector)
+        notes = (rb.data_parts(data, training, SHARED_DATA_MOUNT, plan.volume.words) + " "
+                 + rb.failures(meta, training) + rb.network_policy_note(meta))
+        output = ("The models, off the shared volume before anything is deleted",
+                  rb.copy_models(meta, training), "Go on only if it said the models are safe.")
+    trainers = rb.creates([training_manifest]) + trainers
+    if data:
+        trainers = rb.after_job(meta, data.name, trainers)
+    title, copy_output, output_note = output
+    return render(__package__, "kubernetes.md.j2", {
+        "header": rb.header(meta, "kubernetes", "the cluster"), "meta": meta,
+        "kube": meta.target.kube, "volume": plan.volume, "training": training,
+        "existing": isinstance(plan.volume, ExistingClaim),
+        "operator": plan.launcher == "kubeflow", "operator_release": TRAINING_OPERATOR,
+        "operator_manifests": OPERATOR_MANIFESTS, "pre": rb.preamble(meta.name),
+        "creates": rb.creates(first), "trainers": trainers, "notes": notes,
+        "output_title": title, "copy_output": copy_output, "output_note": output_note,
+        "delete_objects": rb.delete_objects(meta)})
+
+
+def collective_run(meta: Meta, training: CollectiveTraining, data: DataJob | None
+                   ) -> tuple[str, str, tuple[str, str, str]]:
+    """PaddlePaddle 3's run: following pod 0 to the end, what to know of it, and copying its
+    directory off the shared volume (title, commands, note)."""
+    operator = training.launcher == "kubeflow"
+    kind, done = ("paddlejob", "Succeeded") if operator else ("job", "Complete")
+    selector = "-l " + ",".join(f"{key}={q(value)}" for key, value in
+                                collective.first_pod_selector(training).items())
+    trainers = (rb.follow_trainers(meta, training, selector)
+                + rb.after_job(meta, training.name, 'echo "the run is done"\n', kind, done))
+    logs = training.log_dir.replace(f"$({collective.POD_NAME_VARIABLE})", "<pod>")
+    data_note = (f"The data Job writes {data.out_dir}, which the trainers see at "
+                 f"{collective.SHARED_MOUNT}/{training.name}/data. " if data else "")
+    notes = rb.fill(
+        f"{data_note}Each pod runs `python -m paddle.distributed.launch` (`paddlegen explain` "
+        f"prints each pod's command and environment). Its logs go to its own directory on the "
+        f"shared volume, `{logs}`, and pod 0 prints trainer 0's. The first failed pod fails "
+        f"the run, which is stopped after {training.deadline_seconds} seconds in any case.")
+    notes += "\n\n" + rb.fill(
+        "The job's NetworkPolicy admits traffic to its pods only from its own pods, on every "
+        "port (the launcher's and the collective's ports after the master's are random); it "
+        "takes effect only with a network plugin that enforces NetworkPolicies (Calico, "
+        "Cilium, a cloud's own), and is ignored otherwise.")
+    copy = rb.copy_output(meta, training)
+    saved = (f"It holds the logs and whatever your script saved under "
+             f"{collective.SHARED_MOUNT}/{training.name}.")
+    return trainers, notes, ("The output, off the shared volume before anything is deleted",
+                             copy, saved)
+
+
+def explain(plan: KubernetesPlan) -> Explanation:
+    return workload.explanation(plan.meta, "kubernetes", plan.data, plan.training)
+
+
+PROFILE = Profile(
+    name="kubernetes",
+    summary="the cluster you already have: PaddlePaddle 3 (or the tutorial's v1) as an Indexed "
+            "Job or a PaddleJob, on a claim of the cluster's storage; kubectl only",
+    model=KubernetesSpec,
+    rules=(workload.framework_fields, v1_only(port_range), v1_only(gradient_servers),
+           kube_version(target, target_reads=TARGET_READS),
+           either(launcher_release(target, target_reads=TARGET_READS)), workload.kubeflow_names,
+           either(release_fields(target, JOBS, target_reads=TARGET_READS)),
+           either(resource_limits(JOBS)),
+           either(job_names), v1_only(split_count), storage_source,
+           either(training_image_tag),
+           either(dataset_image_tag, lambda spec: spec.dataset.image is not None,
+                  ("dataset.image",)),
+           system_namespace),
+    target=target, derive=derive, objects=objects, files=files, runbook=runbook,
+    explain=explain)

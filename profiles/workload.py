@@ -1,0 +1,329 @@
+"""The training a profile for today's clusters runs (eks, kubernetes): PaddlePaddle 3's
+collective launcher (framework paddle, the default) or the tutorials' PaddlePaddle v1 parameter
+server (paddle-v1), started by an Indexed Job or Kubeflow's PaddleJob. Its spec model, rules,
+derivation and objects; the profile brings the cluster and the shared volume."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from paddlegen.compiler import collective
+from paddlegen.compiler.collective import CollectiveLauncher, CollectiveTraining
+from paddlegen.compiler.explain import common_facts, pserver_explanation
+from paddlegen.compiler.kube_objects import (
+    Object,
+    data_job,
+    headless_service,
+    launcher_config_map,
+    namespace,
+    network_policy,
+    paddle_job,
+    pod_disruption_budget,
+    pod_reader,
+    training_job,
+)
+from paddlegen.compiler.launcher import launcher_script
+from paddlegen.compiler.plan import (
+    DataJob,
+    Meta,
+    PserverTraining,
+    SharedVolume,
+    claim_jobs,
+    resources_of,
+)
+from paddlegen.compiler.profile import Explanation
+from paddlegen.compiler.rules import Rule, Violation, rule
+from paddlegen.compiler.targets import KubeRelease
+from paddlegen.schema import patterns as p
+from paddlegen.schema.models import (
+    ClusterTraining,
+    DatasetSettings,
+    Launcher,
+    Metadata,
+    Resources,
+    SpecModel,
+    deadline,
+    text,
+    ttl,
+)
+
+TRAINING_OPERATOR = "v1.9.4"  # Kubeflow's training operator, the last v1 (PaddleJob) release
+OPERATOR_MANIFESTS = ("github.com/kubeflow/trainer.git/manifests/overlays/standalone"
+                      f"?ref={TRAINING_OPERATOR}")
+
+Framework = Literal["paddle", "paddle-v1"]
+# PaddlePaddle v1's fields, and the tutorial's values (seed 003) for those a paddle-v1 spec leaves
+# out; PaddlePaddle 3's fields. Each framework refuses the other's (rule framework-fields).
+V1_DEFAULTS: dict[str, object] = {
+    "image": "paddlepaddle/paddle-tutorial:k8s_train", "port": 7164, "portsNum": 2,
+    "portsNumForSparse": 2, "trainerCount": 3, "nic": "eth0", "configDir": "quick_start",
+    "jobPath": "/home/jobpath"}
+V1_FIELDS = ("port", "ports_num", "ports_num_for_sparse", "gradient_servers", "trainer_count",
+             "nic", "config_dir", "job_path")
+PADDLE_FIELDS = ("script", "args", "gpus_per_node", "master_port")
+V1_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
+MASTER_PORT = 36543  # the training operator's default for a PaddleJob's master port
+
+
+class WorkloadTraining(SpecModel):
+    """The training run: PaddlePaddle 3's collective launcher (framework paddle, the default) or
+    PaddlePaddle v1's parameter server of the tutorials (framework paddle-v1)."""
+
+    framework: Framework = Field(default="paddle", description=(
+        "paddle: PaddlePaddle 3, `python -m paddle.distributed.launch`, data-parallel; "
+        "paddle-v1: the tutorials' parameter server (`paddle pserver` and `paddle train`). "
+        "Absent: paddle-v1 if the spec sets a field only paddle-v1 has (specs written before "
+        "this field), else paddle."))
+
+    @classmethod
+    def prepared(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A spec without a framework is paddle-v1's if it sets one of its fields (also read by
+        the partial validation of a spec with errors)."""
+        if "framework" in data:
+            return data
+        v1 = any(to_camel(name) in data for name in V1_FIELDS)
+        return {**data, "framework": "paddle-v1" if v1 else "paddle"}
+
+    @model_validator(mode="before")
+    @classmethod
+    def inferred_framework(cls, data: Any) -> Any:
+        return cls.prepared(data) if isinstance(data, dict) else data
+    image: Annotated[str | None, text(p.IMAGE, (
+        "Image of the trainers: with paddle, yours, with PaddlePaddle 3 and your script; with "
+        "paddle-v1, the tutorial's by default."))] = None
+    nodes: Annotated[
+        int, Field(ge=1, le=1000, description="Trainer pods; parallelism = completions = nodes.")
+    ]
+    launcher: Launcher = Field(description=(
+        "How the trainers find each other: indexed (an Indexed Job and a headless Service: "
+        "ranks are completion indexes, peers stable DNS names), kubeflow (Kubeflow's "
+        "PaddleJob) or, with paddle-v1, seed (the image's own start script)."))
+    resources: Resources = Field(description="CPU and memory of each trainer pod.")
+    active_deadline_seconds: Annotated[int, deadline("the training run")]
+    ttl_seconds_after_finished: Annotated[int | None, ttl("the training Job")] = None
+    script: Annotated[str | None, text(p.ABSOLUTE_PATH, (
+        "paddle: the training script, an absolute path inside the image."))] = None
+    args: list[Annotated[str, Field(max_length=4096)]] | None = Field(
+        default=None, max_length=256, description="paddle: the script's arguments.")
+    gpus_per_node: Annotated[int | None, Field(ge=0, le=64, description=(
+        "paddle: GPUs of each pod (nvidia.com/gpu), one trainer process each; 0, the "
+        "default: CPU, one process, over gloo."))] = None
+    master_port: Annotated[int | None, Field(ge=1, le=65535, description=(
+        "paddle: the rendezvous port of the launcher on pod 0 (default 36543)."))] = None
+    port: Annotated[int | None, Field(ge=1, le=65535, description=(
+        "paddle-v1: first pserver port (--port); default 7164."))] = None
+    ports_num: Annotated[int | None, Field(ge=1, le=100, description=(
+        "paddle-v1: ports for dense updates (--ports_num); default 2."))] = None
+    ports_num_for_sparse: Annotated[int | None, Field(ge=0, le=100, description=(
+        "paddle-v1: ports for sparse updates (--ports_num_for_sparse); default 2."))] = None
+    gradient_servers: Annotated[int | None, Field(ge=1, le=1000, description=(
+        "paddle-v1: --num_gradient_servers; defaults to nodes."))] = None
+    trainer_count: Annotated[int | None, Field(ge=1, le=1024, description=(
+        "paddle-v1: trainer threads per pod (TRAINER_COUNT); default 3."))] = None
+    nic: Annotated[str | None, text(p.NIC, (
+        "paddle-v1: network interface the pservers bind (--nics); default eth0."))] = None
+    config_dir: Annotated[str | None, text(p.PATH_SEGMENT, (
+        "paddle-v1: directory of the trainer config under the job directory; default "
+        "quick_start."))] = None
+    job_path: Annotated[str | None, text(p.ABSOLUTE_PATH, (
+        "paddle-v1: where the shared volume is mounted in the trainer (JOB_PATH); default "
+        "/home/jobpath."))] = None
+
+
+class WorkloadDataset(DatasetSettings):
+    """The data-preparation Job; with paddle, there is one only if its image is given."""
+
+    # optional here, required in the shared model: pydantic takes the narrower override
+    image: Annotated[str | None, text(p.IMAGE, (
+        "Image of the data-preparation Job; with paddle-v1 the tutorial's by default, with "
+        "paddle none: no data Job."))] = None  # type: ignore[assignment]
+
+class WithWorkload(Protocol):
+    """The parts of a spec the workload reads."""
+
+    @property
+    def metadata(self) -> Metadata: ...
+    @property
+    def training(self) -> WorkloadTraining: ...
+    @property
+    def dataset(self) -> WorkloadDataset: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+                   ) -> Any: ...
+
+
+def v1_training(training: WorkloadTraining) -> ClusterTraining:
+    """The parameter-server settings of a paddle-v1 spec, the tutorial's values filled in."""
+    given = training.model_dump(by_alias=True, exclude_none=True,
+                                exclude={"framework", *PADDLE_FIELDS})
+    return ClusterTraining.model_validate({**V1_DEFAULTS, **given})
+
+
+def v1_dataset(dataset: WorkloadDataset) -> DatasetSettings:
+    return DatasetSettings.model_validate(
+        {**dataset.model_dump(by_alias=True, exclude_none=True),
+         "image": dataset.image or V1_DATA_IMAGE})
+
+
+# What as_v1 needs valid, besides the fields the tutorial's values fill in: a rule that reads a
+# spec through it reads these too.
+AS_V1_READS = ("training.framework", "training.nodes", "training.launcher", "training.resources",
+               "training.activeDeadlineSeconds", "dataset.image", "dataset.jobName",
+               "dataset.resources", "dataset.activeDeadlineSeconds")
+
+
+def as_v1(spec: WithWorkload) -> Any:
+    """A paddle-v1 spec as the shared parameter-server rules read it."""
+    return spec.model_copy(update={"training": v1_training(spec.training),
+                                   "dataset": v1_dataset(spec.dataset)})
+
+
+def v1_only(shared: Rule[Any]) -> Rule[WithWorkload]:
+    """A parameter-server rule, for paddle-v1 specs only."""
+    def check(spec: WithWorkload) -> Iterable[Violation]:
+        if spec.training.framework == "paddle-v1":
+            yield from shared.check(as_v1(spec))
+    check.__doc__ = shared.doc
+    return Rule(shared.name, check, shared.severity, (*shared.reads, *AS_V1_READS))
+
+
+def either(shared: Rule[Any], applies: Callable[[WithWorkload], bool] = lambda spec: True,
+           applies_reads: tuple[str, ...] = ()) -> Rule[WithWorkload]:
+    """A rule of both frameworks, reading a paddle-v1 spec with the tutorial's values, and a
+    paddle spec where `applies` (which reads the fields `applies_reads`; the rule
+    framework-fields reports what it lacks)."""
+    def check(spec: WithWorkload) -> Iterable[Violation]:
+        if spec.training.framework == "paddle-v1":
+            yield from shared.check(as_v1(spec))
+        elif spec.training.image is not None and applies(spec):
+            yield from shared.check(spec)
+    check.__doc__ = shared.doc
+    return Rule(shared.name, check, shared.severity,
+                (*shared.reads, *AS_V1_READS, "training.image", *applies_reads))
+
+
+FRAMEWORK_FIELDS = {"paddle": V1_FIELDS, "paddle-v1": PADDLE_FIELDS}
+
+
+@rule("framework-fields", reads=(
+    "training.framework", "training.image", "training.script", "training.launcher",
+    *(f"training.{to_camel(name)}" for name in (*V1_FIELDS, *PADDLE_FIELDS))))
+def framework_fields(spec: WithWorkload) -> Iterable[Violation]:
+    """training's fields belong to its framework: port, portsNum, portsNumForSparse,
+    gradientServers, trainerCount, nic, configDir and jobPath only to paddle-v1 (PaddlePaddle
+    v1's parameter server); script, args, gpusPerNode and masterPort only to paddle
+    (PaddlePaddle 3); paddle needs an image and a script, and runs with the indexed or
+    kubeflow launcher."""
+    t = spec.training
+    other = "paddle-v1" if t.framework == "paddle" else "paddle"
+    for name in FRAMEWORK_FIELDS[t.framework]:
+        if getattr(t, name) is not None:
+            field = WorkloadTraining.model_fields[name].alias or name
+            yield ("training", field), (
+                f"a field of framework {other}, not of {t.framework}; remove it, or set "
+                f"training.framework: {other}")
+    if t.framework != "paddle":
+        return
+    for name in ("image", "script"):
+        if getattr(t, name) is None:
+            yield ("training", name), "framework paddle needs it"
+    if t.launcher == "seed":
+        yield ("training", "launcher"), ("the seed launcher runs the tutorial image's start "
+                                         "script, for paddle-v1; use indexed or kubeflow")
+
+
+KUBEFLOW_NAME_LIMIT = 63
+
+
+@rule("kubeflow-names", reads=("training.launcher", "training.nodes", "metadata.name"))
+def kubeflow_names(spec: WithWorkload) -> Iterable[Violation]:
+    """With the kubeflow launcher, the job's name is one the training operator takes: it starts
+    with a letter, and <name>-worker-<nodes-1> (a pod's and its Service's name) has at most 63
+    characters."""
+    if spec.training.launcher != "kubeflow":
+        return
+    name = spec.metadata.name
+    last = f"{name}-worker-{spec.training.nodes - 1}"
+    if not name[0].isalpha():
+        yield ("metadata", "name"), ("the training operator takes only a name that starts with "
+                                     "a letter (a DNS-1035 label)")
+    elif len(last) > KUBEFLOW_NAME_LIMIT:
+        yield ("metadata", "name"), (
+            f"the last worker would be {last} ({len(last)} characters, at most "
+            f"{KUBEFLOW_NAME_LIMIT}); shorten the name to "
+            f"{len(name) - len(last) + KUBEFLOW_NAME_LIMIT} characters")
+
+
+def collective_training(spec: WithWorkload, claim_name: str,
+                        device_limits: tuple[tuple[str, str], ...] = (),
+                        device_env: tuple[tuple[str, str], ...] = ()) -> CollectiveTraining:
+    """PaddlePaddle 3's run of a paddle spec, its pods mounting `claim_name`; the platform's
+    devices for a fabric (limits and environment), if any."""
+    t = spec.training
+    assert t.image is not None and t.script is not None  # rule framework-fields
+    launcher: CollectiveLauncher = "kubeflow" if t.launcher == "kubeflow" else "indexed"
+    return CollectiveTraining(
+        spec.metadata.name, t.image, t.script, tuple(t.args or ()), t.nodes,
+        t.gpus_per_node or 0, launcher, t.master_port or MASTER_PORT, claim_name,
+        t.active_deadline_seconds, resources_of(t.resources), t.ttl_seconds_after_finished,
+        device_limits, device_env)
+
+
+def collective_data(spec: WithWorkload, data_mount: str) -> DataJob | None:
+    """The data Job of a paddle spec that names its image: it writes to <job>/data on the
+    shared volume, which the trainers see at /mnt/shared/<job>/data."""
+    d = spec.dataset
+    if d.image is None:
+        return None
+    return DataJob(d.job_name, d.image, f"{data_mount}/{spec.metadata.name}/data",
+                   spec.training.nodes, d.active_deadline_seconds, resources_of(d.resources),
+                   d.ttl_seconds_after_finished)
+
+
+def derive_training(spec: WithWorkload, volume: SharedVolume, kube: KubeRelease,
+                    devices: tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+                    = ((), ())) -> tuple[DataJob | None, PserverTraining | CollectiveTraining]:
+    """The data Job (if any) and the training of either framework, on the shared volume."""
+    if spec.training.framework == "paddle-v1":
+        return claim_jobs(spec.metadata.name, volume.claim, v1_dataset(spec.dataset),
+                          v1_training(spec.training), kube)
+    return (collective_data(spec, volume.claim.data_mount),
+            collective_training(spec, volume.claim.claim_name, *devices))
+
+
+def launcher_of(training: PserverTraining | CollectiveTraining) -> str:
+    return (training.launcher if isinstance(training, CollectiveTraining)
+            else training.launch.launcher)
+
+
+def objects(meta: Meta, volume: SharedVolume, data: DataJob | None,
+            training: PserverTraining | CollectiveTraining,
+            own_namespace: bool = True) -> list[Object]:
+    """The shared volume's objects, the data Job's and the training's, in apply order; first
+    the namespace, if the tree makes its own."""
+    storage = [*(namespace(meta) if own_namespace else []), *volume.objects(meta)]
+    data_jobs = [data_job(meta, data, volume.claim)] if data else []
+    if isinstance(training, CollectiveTraining):
+        return [*storage, *data_jobs, *collective.objects(meta, training)]
+    launch = training.launch
+    script = [launcher_config_map(meta, training, launcher_script(training))] \
+        if launch.scripted else []
+    ports = [(port.name, port.number) for port in training.ports]
+    service = [headless_service(meta, launch.service, ports)] if launch.service else []
+    trainers = paddle_job(meta, training) if launch.operator else training_job(meta, training)
+    return [*storage, *pod_reader(meta, training.pod_reader), *script, *service,
+            *network_policy(meta, training.ports),
+            *pod_disruption_budget(meta, training.name, training.trainers), *data_jobs, trainers]
+
+
+def explanation(meta: Meta, profile: str, data: DataJob | None,
+                training: PserverTraining | CollectiveTraining) -> Explanation:
+    """What `explain` prints of either framework's run."""
+    if isinstance(training, CollectiveTraining):
+        return collective.explanation(meta, profile, training,
+                                      common_facts(meta, profile, training.nodes))
+    assert data is not None  # paddle-v1 always has its data Job
+    return pserver_explanation(meta, profile, training, data.out_dir)
