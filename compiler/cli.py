@@ -535,9 +535,9 @@ def check(
     candidates, unreadable = (list(specs), []) if specs else discover_specs(Path())
     with Workers(workers_for(len(candidates))) as workers:
         found: list[tuple[Path, bytes | None]] = []
-        for spec, (is_taken, problems, raw) in zip(candidates, workers.map(
-                partial(check_candidate, only_specs=only_specs or not specs), candidates),
-                                                   strict=True):
+        taken_or_not = workers.map(partial(check_candidate, only_specs=only_specs or not specs),
+                                   candidates)
+        for spec, (is_taken, problems, raw) in zip(candidates, taken_or_not, strict=True):
             unreadable.extend(problems)
             if is_taken:
                 found.append((spec, raw))

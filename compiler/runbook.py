@@ -60,6 +60,11 @@ def kubectl(meta: Meta, command: str) -> str:
     return f"kubectl --namespace={q(meta.namespace)} {command}"
 
 
+def label_selector(labels: dict[str, str]) -> str:
+    """kubectl's -l option for pods with all these labels."""
+    return "-l " + ",".join(f"{key}={q(value)}" for key, value in labels.items())
+
+
 def creates(paths: list[str]) -> str:
     return "".join(f'kubectl create -f "$OUT/{path}"\n' for path in paths)
 

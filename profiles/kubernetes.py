@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from shlex import quote as q
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -195,59 +194,25 @@ def runbook(plan: KubernetesPlan, manifest_paths: list[str]) -> str:
     meta, training, data = plan.meta, plan.training, plan.data
     *first, training_manifest = manifest_paths
     if isinstance(training, CollectiveTraining):
-        trainers, notes, output = collective_run(meta, training, data)
+        kind, done = (("paddlejob", "Succeeded") if training.launcher == "kubeflow"
+                      else ("job", "Complete"))
+        selector = collective.first_pod_selector(training)
+        run = rb.after_job(meta, training.name, 'echo "the run is done"\n', kind, done)
+        logs = training.log_dir.replace(f"$({collective.POD_NAME_VARIABLE})", "<pod>")
     else:
-        assert data is not None  # paddle-v1 always has its data Job
-        selector = "-l " + ",".join(f"{key}={q(value)}"
-                                    for key, value in trainer_selector(meta).items())
-        trainers = rb.follow_trainers(meta, training, selector)
-        notes = (rb.data_parts(data, training, SHARED_DATA_MOUNT, plan.volume.words) + " "
-                 + rb.failures(meta, training) + rb.network_policy_note(meta))
-        output = ("The models, off the shared volume before anything is deleted",
-                  rb.copy_models(meta, training), "Go on only if it said the models are safe.")
-    trainers = rb.creates([training_manifest]) + trainers
+        selector, run, logs = trainer_selector(meta), "", ""
+    trainers = (rb.creates([training_manifest])
+                + rb.follow_trainers(meta, training, rb.label_selector(selector)) + run)
     if data:
         trainers = rb.after_job(meta, data.name, trainers)
-    title, copy_output, output_note = output
     return render(__package__, "kubernetes.md.j2", {
-        "header": rb.header(meta, "kubernetes", "the cluster"), "meta": meta,
-        "kube": meta.target.kube, "volume": plan.volume, "training": training,
+        "rb": rb, "meta": meta, "kube": meta.target.kube, "volume": plan.volume,
+        "training": training, "data": data, "logs": logs,
+        "collective": isinstance(training, CollectiveTraining),
         "existing": isinstance(plan.volume, ExistingClaim),
         "operator": plan.launcher == "kubeflow", "operator_release": TRAINING_OPERATOR,
         "operator_manifests": OPERATOR_MANIFESTS, "pre": rb.preamble(meta.name),
-        "creates": rb.creates(first), "trainers": trainers, "notes": notes,
-        "output_title": title, "copy_output": copy_output, "output_note": output_note,
-        "delete_objects": rb.delete_objects(meta)})
-
-
-def collective_run(meta: Meta, training: CollectiveTraining, data: DataJob | None
-                   ) -> tuple[str, str, tuple[str, str, str]]:
-    """PaddlePaddle 3's run: following pod 0 to the end, what to know of it, and copying its
-    directory off the shared volume (title, commands, note)."""
-    operator = training.launcher == "kubeflow"
-    kind, done = ("paddlejob", "Succeeded") if operator else ("job", "Complete")
-    selector = "-l " + ",".join(f"{key}={q(value)}" for key, value in
-                                collective.first_pod_selector(training).items())
-    trainers = (rb.follow_trainers(meta, training, selector)
-                + rb.after_job(meta, training.name, 'echo "the run is done"\n', kind, done))
-    logs = training.log_dir.replace(f"$({collective.POD_NAME_VARIABLE})", "<pod>")
-    data_note = (f"The data Job writes {data.out_dir}, which the trainers see at "
-                 f"{collective.SHARED_MOUNT}/{training.name}/data. " if data else "")
-    notes = rb.fill(
-        f"{data_note}Each pod runs `python -m paddle.distributed.launch` (`paddlegen explain` "
-        f"prints each pod's command and environment). Its logs go to its own directory on the "
-        f"shared volume, `{logs}`, and pod 0 prints trainer 0's. The first failed pod fails "
-        f"the run, which is stopped after {training.deadline_seconds} seconds in any case.")
-    notes += "\n\n" + rb.fill(
-        "The job's NetworkPolicy admits traffic to its pods only from its own pods, on every "
-        "port (the launcher's and the collective's ports after the master's are random); it "
-        "takes effect only with a network plugin that enforces NetworkPolicies (Calico, "
-        "Cilium, a cloud's own), and is ignored otherwise.")
-    copy = rb.copy_output(meta, training)
-    saved = (f"It holds the logs and whatever your script saved under "
-             f"{collective.SHARED_MOUNT}/{training.name}.")
-    return trainers, notes, ("The output, off the shared volume before anything is deleted",
-                             copy, saved)
+        "shared_mount": SHARED_DATA_MOUNT, "creates": rb.creates(first), "trainers": trainers})
 
 
 def explain(plan: KubernetesPlan) -> Explanation:
