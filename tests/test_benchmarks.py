@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 ROWS = ["cold `build -o -`", "the same for", "cold `validate`", "floor:", "warm build",
-        "warm validate", "`check` of 16 spec+out pairs", "2 cores: wall", "serial:",
+        "warm validate", "`check` of 16 spec+out pairs", "2 cores: wall; speed-up", "serial:",
         "`check` of 4 specs near", "`explain` output at 1,000 nodes", "peak RSS"]
 INFORMATION = ("the same for", "floor:", "`check` of 16 spec+out pairs")
 
