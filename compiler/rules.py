@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
 from typing import Any, Generic, Protocol, TypeVar
 
 from paddlegen.compiler.plan import pserver_ports
@@ -49,11 +50,14 @@ class Rule(Generic[S_contra]):
     def doc(self) -> str:
         return self.check.__doc__ or ""
 
+    @cached_property
+    def read_paths(self) -> tuple[FieldPath, ...]:
+        return tuple(tuple(field.split(".")) if field else () for field in self.reads)
+
     def reads_any(self, paths: Iterable[FieldPath]) -> bool:
         """Whether the rule reads one of `paths`, or a part or a whole of one."""
-        reads = [tuple(field.split(".")) if field else () for field in self.reads]
         return any(path[:len(read)] == read or read[:len(path)] == path
-                   for path in paths for read in reads)
+                   for path in paths for read in self.read_paths)
 
 
 def rule(name: str, severity: Severity = "error", *, reads: Iterable[str] = WHOLE_SPEC

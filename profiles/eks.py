@@ -59,6 +59,7 @@ from paddlegen.profiles.workload import (
     OPERATOR_MANIFESTS,
     TRAINING_OPERATOR,
     WorkloadDataset,
+    WorkloadSpec,
     WorkloadTraining,
     either,
     v1_only,
@@ -138,7 +139,7 @@ class EksStorage(SpecModel):
     request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
 
 
-class EksSpec(SpecBase):
+class EksSpec(SpecBase, WorkloadSpec):
     """Distributed training on an EKS cluster made by eksctl, EFS through its CSI driver."""
 
     profile: Literal["eks"] = Field(description="Which way to run.")

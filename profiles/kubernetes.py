@@ -48,6 +48,7 @@ from paddlegen.profiles.workload import (
     OPERATOR_MANIFESTS,
     TRAINING_OPERATOR,
     WorkloadDataset,
+    WorkloadSpec,
     WorkloadTraining,
     either,
     v1_only,
@@ -76,7 +77,7 @@ class KubernetesStorage(SpecModel):
     request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
 
 
-class KubernetesSpec(SpecBase):
+class KubernetesSpec(SpecBase, WorkloadSpec):
     """Distributed training on a cluster that exists, on storage it has."""
 
     profile: Literal["kubernetes"] = Field(description="Which way to run.")

@@ -6,6 +6,7 @@ derivation and objects; the profile brings the cluster and the shared volume."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import Field, model_validator
@@ -151,6 +152,8 @@ class WithWorkload(Protocol):
     def training(self) -> WorkloadTraining: ...
     @property
     def dataset(self) -> WorkloadDataset: ...
+    @property
+    def as_v1(self) -> Any: ...
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False
                    ) -> Any: ...
 
@@ -175,17 +178,22 @@ AS_V1_READS = ("training.framework", "training.nodes", "training.launcher", "tra
                "dataset.resources", "dataset.activeDeadlineSeconds")
 
 
-def as_v1(spec: WithWorkload) -> Any:
-    """A paddle-v1 spec as the shared parameter-server rules read it."""
-    return spec.model_copy(update={"training": v1_training(spec.training),
-                                   "dataset": v1_dataset(spec.dataset)})
+class WorkloadSpec:
+    """What the spec models of the workload's profiles share besides their fields."""
+
+    @cached_property
+    def as_v1(self: WithWorkload) -> Any:
+        """A paddle-v1 spec as the shared parameter-server rules read it, made once: a dozen
+        rules and the derivation read it."""
+        return self.model_copy(update={"training": v1_training(self.training),
+                                       "dataset": v1_dataset(self.dataset)})
 
 
 def v1_only(shared: Rule[Any]) -> Rule[WithWorkload]:
     """A parameter-server rule, for paddle-v1 specs only."""
     def check(spec: WithWorkload) -> Iterable[Violation]:
         if spec.training.framework == "paddle-v1":
-            yield from shared.check(as_v1(spec))
+            yield from shared.check(spec.as_v1)
     check.__doc__ = shared.doc
     return Rule(shared.name, check, shared.severity, (*shared.reads, *AS_V1_READS))
 
@@ -197,7 +205,7 @@ def either(shared: Rule[Any], applies: Callable[[WithWorkload], bool] = lambda s
     framework-fields reports what it lacks)."""
     def check(spec: WithWorkload) -> Iterable[Violation]:
         if spec.training.framework == "paddle-v1":
-            yield from shared.check(as_v1(spec))
+            yield from shared.check(spec.as_v1)
         elif spec.training.image is not None and applies(spec):
             yield from shared.check(spec)
     check.__doc__ = shared.doc
@@ -288,8 +296,8 @@ def derive_training(spec: WithWorkload, volume: SharedVolume, kube: KubeRelease,
                     = ((), ())) -> tuple[DataJob | None, PserverTraining | CollectiveTraining]:
     """The data Job (if any) and the training of either framework, on the shared volume."""
     if spec.training.framework == "paddle-v1":
-        return claim_jobs(spec.metadata.name, volume.claim, v1_dataset(spec.dataset),
-                          v1_training(spec.training), kube)
+        v1 = spec.as_v1
+        return claim_jobs(spec.metadata.name, volume.claim, v1.dataset, v1.training, kube)
     return (collective_data(spec, volume.claim.data_mount),
             collective_training(spec, volume.claim.claim_name, *devices))
 
