@@ -183,7 +183,7 @@ class WorkloadSpec:
 
     @cached_property
     def as_v1(self: WithWorkload) -> Any:
-        """A paddle-v1 spec as the shared parameter-server rules read it, made once: a dozen
+        """A paddle-v1 spec as the shared parameter-server rules read it, made once: ten
         rules and the derivation read it."""
         return self.model_copy(update={"training": v1_training(self.training),
                                        "dataset": v1_dataset(self.dataset)})
