@@ -171,15 +171,20 @@ class Workers:
         self._selector.register(results, selectors.EVENT_READ, worker)
         return worker
 
-    def _replace(self, worker: _Worker) -> _Worker:
-        """A fresh worker in the place of one that left (it is reaped)."""
+    def _forget(self, worker: _Worker) -> tuple[int, str]:
+        """Take a worker that left out of the pool, closing its pipes and reaping it: its
+        place in the pool and how it ended."""
         assert self._selector is not None
         index = self._workers.index(worker)
         del self._workers[index]
         self._selector.unregister(worker.results)
         os.close(worker.tasks)
         os.close(worker.results)
-        _reap(worker.pid)
+        return index, _reap(worker.pid)
+
+    def _replace(self, worker: _Worker) -> _Worker:
+        """A fresh worker in the place of one that left."""
+        index, _ = self._forget(worker)
         fresh = self._fork()
         self._workers.insert(index, fresh)
         return fresh
@@ -188,12 +193,7 @@ class Workers:
         """A worker's results and whether it is leaving; raises what the function raised."""
         message = _receive(worker.results)
         if message is None:
-            status = _reap(worker.pid)
-            self._workers.remove(worker)
-            assert self._selector is not None
-            self._selector.unregister(worker.results)
-            os.close(worker.tasks)
-            os.close(worker.results)
+            _, status = self._forget(worker)
             raise WorkerError(f"a worker process ended without its results ({status})")
         results, retiring, error = message
         if error is not None:

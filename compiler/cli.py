@@ -300,14 +300,16 @@ def build(
         raise fail("-o needs a directory, or - for stdout")
     if check and output == "-":
         raise fail("--check needs an output directory, not -")
-    from paddlegen.compiler.writer import WriteError, drift, write_tree
+    from paddlegen.compiler.writer import WriteError, write_tree
 
     out_dir = Path(output)
     if check:
-        try:
-            kube_version = kube_version_for(out_dir, kube_version)
-        except WriteError as error:
-            raise fail(tree_problem(error, spec, out_dir)) from None
+        state, lines = check_tree((spec, None), kube_version, strict, out_dir)
+        print_lines(lines)
+        if state:
+            raise typer.Exit(state)
+        say(f"paddlegen: {out_dir} is up to date with {spec}")
+        return
     result = compiled(spec, strict, kube_version, artifacts=output != "-")
     if result is None:
         raise typer.Exit(EXIT_INVALID)
@@ -315,14 +317,6 @@ def build(
         write_stdout(result.stream())
         return
     try:
-        if check:
-            diff = drift(out_dir, result.artifacts)
-            if diff:
-                write_stdout(diff)
-                say(drifted_message(spec, out_dir, kube_version))
-                raise typer.Exit(EXIT_DRIFT)
-            say(f"paddlegen: {out_dir} is up to date with {spec}")
-            return
         changes = write_tree(out_dir, result.artifacts, force=force)
     except WriteError as error:
         raise fail(str(error)) from None
@@ -547,11 +541,7 @@ def check(
         states = {0}
         for state, lines in workers.map(partial(check_tree, given=kube_version, strict=strict),
                                         found):
-            for to_stdout, text in lines:
-                if to_stdout:
-                    write_stdout(text)
-                else:
-                    say(text)
+            print_lines(lines)
             states.add(state)
     if unreadable or EXIT_INVALID in states:
         raise typer.Exit(EXIT_INVALID)  # an invalid spec outweighs drift
@@ -575,16 +565,25 @@ def check_candidate(spec: Path, only_specs: bool) -> tuple[bool, tuple[Problem, 
     return raw is not None, problems, raw if str(spec) == "-" else None
 
 
-def check_tree(found: tuple[Path, bytes | None], given: str | None,
-               strict: bool) -> tuple[int, Lines]:
-    """Check the tree in out/ beside a spec, built for the release its manifest records unless
-    `given` is: what to print, and the state. Run in a worker."""
+def print_lines(lines: Lines) -> None:
+    for to_stdout, text in lines:
+        if to_stdout:
+            write_stdout(text)
+        else:
+            say(text)
+
+
+def check_tree(found: tuple[Path, bytes | None], given: str | None, strict: bool,
+               out_dir: Path | None = None) -> tuple[int, Lines]:
+    """Check a spec's tree (in out/ beside it unless `out_dir` is given), built for the release
+    its manifest records unless `given` is: what to print, and the state. `check` runs it in a
+    worker, `build --check` in its own process."""
     from paddlegen.compiler.build import ManifestError
     from paddlegen.compiler.build import build as build_spec
     from paddlegen.compiler.writer import WriteError, drift
 
     spec, raw = found
-    out_dir = spec.parent / "out"
+    out_dir = spec.parent / "out" if out_dir is None else out_dir
     try:
         release = kube_version_for(out_dir, given)
     except WriteError as error:

@@ -109,18 +109,18 @@ def shared_volume(training: PserverTraining, kube: KubeRelease) -> Object:
     """The volume holding data, configs and output: a claim, or a directory of each host."""
     if isinstance(training.volume, ClaimVolume):
         return claim_volume(training.volume)
-    return host_volume(training.volume.name, training.volume, kube)
+    return host_volume(training.volume, kube)
 
 
 def claim_volume(claim: ClaimVolume) -> Object:
     return {"name": claim.name, "persistentVolumeClaim": {"claimName": claim.claim_name}}
 
 
-def host_volume(name: str, volume: HostVolume, kube: KubeRelease) -> Object:
+def host_volume(volume: HostVolume, kube: KubeRelease) -> Object:
     source: Object = {"path": volume.path}
     if kube.host_path_type_field:
         source["type"] = "DirectoryOrCreate" if volume.create else "Directory"
-    return {"name": name, "hostPath": source}
+    return {"name": volume.name, "hostPath": source}
 
 
 def env(pairs: dict[str, object]) -> list[Object]:

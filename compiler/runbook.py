@@ -11,9 +11,9 @@ from __future__ import annotations
 import textwrap
 from shlex import quote as q
 
-from paddlegen.compiler.collective import CollectiveTraining, output_pod
+from paddlegen.compiler.collective import CollectiveTraining, first_pod_selector, output_pod
 from paddlegen.compiler.explain import WIDTH
-from paddlegen.compiler.kube_objects import MODELS_MOUNT, models_pod
+from paddlegen.compiler.kube_objects import MODELS_MOUNT, Object, models_pod, trainer_selector
 from paddlegen.compiler.plan import DataJob, Meta, PserverTraining
 from paddlegen.compiler.render import to_yaml
 
@@ -97,20 +97,41 @@ def follow_trainers(meta: Meta, training: PserverTraining | CollectiveTraining,
             f'{follow}   # or any other of "$@"\n')
 
 
+def run_trainers(meta: Meta, data: DataJob | None, training: PserverTraining | CollectiveTraining,
+                 manifest: str) -> str:
+    """Create the training object (once the data Job, if any, has completed), follow its first
+    trainer and, for PaddlePaddle 3, wait for the run's end: a PaddleJob succeeds, a Job
+    completes."""
+    if isinstance(training, CollectiveTraining):
+        kind, done = (("paddlejob", "Succeeded") if training.launcher == "kubeflow"
+                      else ("job", "Complete"))
+        selector = first_pod_selector(training)
+        end = after_job(meta, training.name, 'echo "the run is done"\n', kind, done)
+    else:
+        selector, end = trainer_selector(meta), ""
+    trainers = creates([manifest]) + follow_trainers(meta, training, label_selector(selector)) + end
+    return after_job(meta, data.name, trainers) if data else trainers
+
+
+def copy_through_pod(meta: Meta, pod: Object, archive: str, tar: str) -> str:
+    """Start `pod`, which mounts the shared volume, stream `tar` run in it into `archive`, and
+    delete it."""
+    name = pod["metadata"]["name"]
+    phase = kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
+    return (f"{kubectl(meta, 'create -f -')} <<'EOF'\n{to_yaml(pod)}EOF\n"
+            f'until [ "$({phase})" = Running ]; do sleep 5; done\n'
+            f"{kubectl(meta, f'exec {name} -- {tar}')} > {archive}\n"
+            f"{kubectl(meta, f'delete pod {name}')}\n")
+
+
 def copy_models(meta: Meta, training: PserverTraining) -> str:
     """Copy the output directory off the shared volume through a pod that mounts it, and check
     that it holds models, before anything is torn down."""
-    pod = models_pod(meta, training)
-    name = pod["metadata"]["name"]
     archive = f'"$ASSETS/models-{training.name}.tar.gz"'
-    phase = kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
-    tar = f"exec {name} -- tar czf - -C {MODELS_MOUNT}/{training.name} output"
-    return (f"{kubectl(meta, 'create -f -')} <<'EOF'\n{to_yaml(pod)}EOF\n"
-            f'until [ "$({phase})" = Running ]; do sleep 5; done\n'
-            f"{kubectl(meta, tar)} > {archive}\n"
-            f"{kubectl(meta, f'delete pod {name}')}\n"
+    tar = f"tar czf - -C {MODELS_MOUNT}/{training.name} output"
+    return (copy_through_pod(meta, models_pod(meta, training), archive, tar)
             # grep reads it all: with -q it would stop early, and tar's SIGPIPE fail the pipe
-            f"if tar -tzf {archive} | grep '^output/pass-' >/dev/null; then\n"
+            + f"if tar -tzf {archive} | grep '^output/pass-' >/dev/null; then\n"
             f'  echo "the models are safe in {archive[1:-1]}"\n'
             f"else\n"
             f'  echo "no models in {archive[1:-1]}: do not tear down yet" >&2; false\nfi\n')
@@ -120,16 +141,11 @@ def copy_output(meta: Meta, training: CollectiveTraining) -> str:
     """Copy the run's directory (its logs and what the script saved) off the shared volume
     through a pod that mounts it, before anything is torn down: PaddlePaddle 3's counterpart of
     copy_models."""
-    pod = output_pod(meta, training)
-    name = pod["metadata"]["name"]
     archive = f'"$ASSETS/{training.name}-output.tar.gz"'
-    phase = kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
-    tar = f"exec {name} -- tar czf - -C {MODELS_MOUNT} {q(training.name)}"
-    return (f"{kubectl(meta, 'create -f -')} <<'EOF'\n{to_yaml(pod)}EOF\n"
-            f'until [ "$({phase})" = Running ]; do sleep 5; done\n'
-            f"{kubectl(meta, tar)} > {archive}\n"
-            f"{kubectl(meta, f'delete pod {name}')}\n"
-            f'tar -tzf {archive} >/dev/null && echo "the run\'s directory is in {archive[1:-1]}"\n')
+    tar = f"tar czf - -C {MODELS_MOUNT} {q(training.name)}"
+    return (copy_through_pod(meta, output_pod(meta, training), archive, tar)
+            + f'tar -tzf {archive} >/dev/null && echo "the run\'s directory is in '
+            f'{archive[1:-1]}"\n')
 
 
 def delete_objects(meta: Meta) -> str:

@@ -33,13 +33,8 @@ SUFFIX = ".md.j2"
 def render(package: str, name: str, context: Mapping[str, Any]) -> str:
     """The template `name` of `package` (package data beside its modules), filled from
     `context`. Raises jinja2.UndefinedError for a value the context lacks or holds as None."""
-    return template(package, name).render(context)
-
-
-@cache
-def template(package: str, name: str) -> jinja2.Template:
-    """The compiled template, compiled on its first use and kept for the process."""
-    return _environment().get_template(f"{package}:{name}")
+    # the environment compiles each template on its first use and keeps it (no auto_reload)
+    return _environment().get_template(f"{package}:{name}").render(context)
 
 
 def quote(value: object) -> str:

@@ -21,7 +21,6 @@ from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.collective import CollectiveTraining
 from paddlegen.compiler.kube_objects import (
     Object,
-    trainer_selector,
 )
 from paddlegen.compiler.plan import (
     DataJob,
@@ -53,6 +52,7 @@ from paddlegen.profiles import workload
 from paddlegen.profiles.aws import cost, data, efs, eksctl, instance_types
 from paddlegen.profiles.aws import formats as aws_p
 from paddlegen.profiles.aws import runbook as aws_rb
+from paddlegen.profiles.aws.models import EfsStorage
 from paddlegen.profiles.aws.rules import region_of
 from paddlegen.profiles.aws.storage import SEED_DATA_MOUNT, EfsCsiVolume
 from paddlegen.profiles.workload import (
@@ -64,7 +64,6 @@ from paddlegen.profiles.workload import (
     either,
     v1_only,
 )
-from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
     SpecBase,
     SpecModel,
@@ -127,19 +126,14 @@ class EksEfs(SpecModel):
     ] = None
 
 
-class EksStorage(SpecModel):
+class EksStorage(EfsStorage):
     """EFS through its CSI driver, as a PersistentVolume bound to one claim."""
 
-    efs: EksEfs = Field(default=EksEfs.model_construct(), description="The file system.")
-    claim_name: Annotated[
-        str, text(p.DNS_LABEL, "Name of the PersistentVolumeClaim; its volume is "
-                  "<namespace>-<claimName>.")
-    ]
-    capacity: Annotated[str, text(p.QUANTITY, "Capacity of the PersistentVolume, e.g. 100Gi.")]
-    request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
+    efs: EksEfs = Field(  # type: ignore[assignment]  # the CSI driver names it by its id
+        default=EksEfs.model_construct(), description="The file system.")
 
 
-class EksSpec(SpecBase, WorkloadSpec):
+class EksSpec(WorkloadSpec, SpecBase):
     """Distributed training on an EKS cluster made by eksctl, EFS through its CSI driver."""
 
     profile: Literal["eks"] = Field(description="Which way to run.")
@@ -150,7 +144,7 @@ class EksSpec(SpecBase, WorkloadSpec):
 
 
 @rule("framework-fields",
-      reads=("training.framework", "cluster.efa", *workload.framework_fields.reads))
+      reads=("cluster.efa", *workload.framework_fields.reads))
 def framework_fields(spec: EksSpec) -> Iterable[Violation]:
     """training's fields belong to its framework: port, portsNum, portsNumForSparse,
     gradientServers, trainerCount, nic, configDir and jobPath only to paddle-v1 (PaddlePaddle
@@ -255,7 +249,6 @@ def zones_in_region(spec: EksSpec) -> Iterable[Violation]:
         seen.add(zone)
 
 
-# The training operator names worker i's pod and Service <job>-worker-<i>: a DNS-1035 label.
 @rule("efs-file-system", severity="warning", reads=("storage.efs.fileSystemId",))
 def efs_file_system(spec: EksSpec) -> Iterable[Violation]:
     """storage.efs.fileSystemId is set: without it the tree has no PersistentVolume yet (the
@@ -536,7 +529,8 @@ def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
         "operator_manifests": OPERATOR_MANIFESTS, "managed_policies": MANAGED_POLICIES,
         "owner_tag": efs.OWNER_TAG, "owner_of_file_system": OWNER_OF_FILE_SYSTEM,
         "log_group": log_group, "base_image": PADDLE_BASE_IMAGE, "ecr": ecr_repository(plan),
-        "copy_output": rb.copy_output, "trainer_selector": trainer_selector, "failures": failures,
+        "trainers": rb.run_trainers(plan.meta, plan.data, plan.training, manifest_paths[-1]),
+        "logs": workload.pod_log_dir(plan.training), "failures": failures,
         "data_mount": SEED_DATA_MOUNT, "before_you_start": before_you_start(plan)})
 
 

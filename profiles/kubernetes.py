@@ -16,14 +16,12 @@ from paddlegen.compiler.collective import CollectiveTraining
 from paddlegen.compiler.kube_objects import (
     Object,
     persistent_volume_claim,
-    trainer_selector,
 )
 from paddlegen.compiler.plan import (
     ClaimVolume,
     DataJob,
     Meta,
     PserverTraining,
-    SharedVolume,
     meta_of,
 )
 from paddlegen.compiler.profile import Explanation, Profile
@@ -43,6 +41,7 @@ from paddlegen.compiler.rules import (
     training_image_tag,
 )
 from paddlegen.compiler.targets import KubeRelease, Target
+from paddlegen.compiler.template import render
 from paddlegen.profiles import workload
 from paddlegen.profiles.workload import (
     OPERATOR_MANIFESTS,
@@ -57,9 +56,6 @@ from paddlegen.schema import patterns as p
 from paddlegen.schema.models import SpecBase, SpecModel, text
 
 JOBS = ("training", "dataset")  # the spec sections of the profile's Jobs
-# The pods' name for the shared volume, and where the data Job mounts it: where the PaddlePaddle
-# 3 pods mount it too, so a data Job's <job>/data is the same path in every pod.
-SHARED_DATA_MOUNT = collective.SHARED_MOUNT
 
 
 class KubernetesStorage(SpecModel):
@@ -77,7 +73,7 @@ class KubernetesStorage(SpecModel):
     request: Annotated[str, text(p.QUANTITY, "Storage the claim requests, e.g. 50Gi.")]
 
 
-class KubernetesSpec(SpecBase, WorkloadSpec):
+class KubernetesSpec(WorkloadSpec, SpecBase):
     """Distributed training on a cluster that exists, on storage it has."""
 
     profile: Literal["kubernetes"] = Field(description="Which way to run.")
@@ -109,17 +105,16 @@ def storage_source(spec: KubernetesSpec) -> Iterable[Violation]:
 
 
 def shared_claim(claim_name: str) -> ClaimVolume:
-    """How the pods mount the claim: as the PaddlePaddle 3 pods mount the shared volume."""
-    return ClaimVolume(claim_name, collective.SHARED_VOLUME, SHARED_DATA_MOUNT)
+    """How the pods mount the claim: as the PaddlePaddle 3 pods mount the shared volume, the
+    data Job too, so a data Job's <job>/data is the same path in every pod."""
+    return ClaimVolume(claim_name, collective.SHARED_VOLUME, collective.SHARED_MOUNT)
 
 
 @dataclass(frozen=True)
-class ProvisionedClaim:
-    """A claim the tree makes, which the StorageClass provisions a volume for."""
+class NamedClaim:
+    """A claim in the namespace, named by the spec, as the pods mount it."""
 
     claim_name: str
-    storage_class_name: str
-    request: str
 
     @property
     def words(self) -> str:
@@ -128,6 +123,14 @@ class ProvisionedClaim:
     @property
     def claim(self) -> ClaimVolume:
         return shared_claim(self.claim_name)
+
+
+@dataclass(frozen=True)
+class ProvisionedClaim(NamedClaim):
+    """A claim the tree makes, which the StorageClass provisions a volume for."""
+
+    storage_class_name: str
+    request: str
 
     def objects(self, meta: Meta) -> list[Object]:
         return [persistent_volume_claim(meta, self.claim_name, self.request,
@@ -135,18 +138,8 @@ class ProvisionedClaim:
 
 
 @dataclass(frozen=True)
-class ExistingClaim:
+class ExistingClaim(NamedClaim):
     """A claim that exists in the namespace: the pods mount it, the tree makes nothing."""
-
-    claim_name: str
-
-    @property
-    def words(self) -> str:
-        return f"the claim `{self.claim_name}`"
-
-    @property
-    def claim(self) -> ClaimVolume:
-        return shared_claim(self.claim_name)
 
     def objects(self, meta: Meta) -> list[Object]:
         return []
@@ -180,9 +173,9 @@ def derive(spec: KubernetesSpec) -> KubernetesPlan:
 
 
 def objects(plan: KubernetesPlan) -> list[Object]:
-    volume: SharedVolume = plan.volume
     # the namespace is the cluster's, there already: the tree neither makes nor deletes it
-    return workload.objects(plan.meta, volume, plan.data, plan.training, own_namespace=False)
+    return workload.objects(plan.meta, plan.volume, plan.data, plan.training,
+                            own_namespace=False)
 
 
 def files(plan: KubernetesPlan) -> dict[str, str]:
@@ -190,30 +183,17 @@ def files(plan: KubernetesPlan) -> dict[str, str]:
 
 
 def runbook(plan: KubernetesPlan, manifest_paths: list[str]) -> str:
-    from paddlegen.compiler.template import render
-
     meta, training, data = plan.meta, plan.training, plan.data
     *first, training_manifest = manifest_paths
-    if isinstance(training, CollectiveTraining):
-        kind, done = (("paddlejob", "Succeeded") if training.launcher == "kubeflow"
-                      else ("job", "Complete"))
-        selector = collective.first_pod_selector(training)
-        run = rb.after_job(meta, training.name, 'echo "the run is done"\n', kind, done)
-        logs = training.log_dir.replace(f"$({collective.POD_NAME_VARIABLE})", "<pod>")
-    else:
-        selector, run, logs = trainer_selector(meta), "", ""
-    trainers = (rb.creates([training_manifest])
-                + rb.follow_trainers(meta, training, rb.label_selector(selector)) + run)
-    if data:
-        trainers = rb.after_job(meta, data.name, trainers)
     return render(__package__, "kubernetes.md.j2", {
         "rb": rb, "meta": meta, "kube": meta.target.kube, "volume": plan.volume,
-        "training": training, "data": data, "logs": logs,
+        "training": training, "data": data, "logs": workload.pod_log_dir(training),
         "collective": isinstance(training, CollectiveTraining),
         "existing": isinstance(plan.volume, ExistingClaim),
         "operator": plan.launcher == "kubeflow", "operator_release": TRAINING_OPERATOR,
         "operator_manifests": OPERATOR_MANIFESTS, "pre": rb.preamble(meta.name),
-        "shared_mount": SHARED_DATA_MOUNT, "creates": rb.creates(first), "trainers": trainers})
+        "shared_mount": collective.SHARED_MOUNT, "creates": rb.creates(first),
+        "trainers": rb.run_trainers(meta, data, training, training_manifest)})
 
 
 def explain(plan: KubernetesPlan) -> Explanation:

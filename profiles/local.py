@@ -141,7 +141,7 @@ def training_job(plan: LocalPlan) -> Object:
         "volumeMounts": [{"name": "output", "mountPath": plan.save_dir}],
     }
     pod: Object = {"containers": [container],
-                   "volumes": [host_volume(plan.output.name, plan.output, plan.meta.target.kube)]}
+                   "volumes": [host_volume(plan.output, plan.meta.target.kube)]}
     pod = without_api_token(plan.meta, pod)
     # the runbook builds the image and loads it into the cluster: there is nothing to pull
     return job(plan.meta, plan.meta.name, "trainer", pod,

@@ -143,6 +143,7 @@ class WorkloadDataset(DatasetSettings):
         "Image of the data-preparation Job; with paddle-v1 the tutorial's by default, with "
         "paddle none: no data Job."))] = None  # type: ignore[assignment]
 
+
 class WithWorkload(Protocol):
     """The parts of a spec the workload reads."""
 
@@ -179,7 +180,15 @@ AS_V1_READS = ("training.framework", "training.nodes", "training.launcher", "tra
 
 
 class WorkloadSpec:
-    """What the spec models of the workload's profiles share besides their fields."""
+    """What the spec models of the workload's profiles share besides their fields (a base
+    before the model's own, so that its model_copy is the one called)."""
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+                   ) -> Any:
+        """The copy, without the view cached from this spec: an update may change it."""
+        copied = super().model_copy(update=update, deep=deep)  # type: ignore[misc]
+        copied.__dict__.pop("as_v1", None)
+        return copied
 
     @cached_property
     def as_v1(self: WithWorkload) -> Any:
@@ -243,6 +252,7 @@ def framework_fields(spec: WithWorkload) -> Iterable[Violation]:
                                          "script, for paddle-v1; use indexed or kubeflow")
 
 
+# The training operator names worker i's pod and Service <job>-worker-<i>: a DNS-1035 label.
 KUBEFLOW_NAME_LIMIT = 63
 
 
@@ -300,6 +310,13 @@ def derive_training(spec: WithWorkload, volume: SharedVolume, kube: KubeRelease,
         return claim_jobs(spec.metadata.name, volume.claim, v1.dataset, v1.training, kube)
     return (collective_data(spec, volume.claim.data_mount),
             collective_training(spec, volume.claim.claim_name, *devices))
+
+
+def pod_log_dir(training: PserverTraining | CollectiveTraining) -> str:
+    """Where a PaddlePaddle 3 pod writes its logs, `<pod>` for its name; none for paddle-v1."""
+    if isinstance(training, CollectiveTraining):
+        return collective.expanded(training.log_dir, {collective.POD_NAME_VARIABLE: "<pod>"})
+    return ""
 
 
 def launcher_of(training: PserverTraining | CollectiveTraining) -> str:

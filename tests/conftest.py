@@ -209,3 +209,18 @@ def runbook_log(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], lis
             logs[golden] = run_blocks(golden, tmp_path_factory.mktemp(f"runbook-{golden}"))
         return logs[golden]
     return log
+
+
+def children_of(pid: int) -> list[int]:
+    """Processes whose parent is `pid`, ended or not (a zombie has not been reaped)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found

@@ -115,6 +115,20 @@ def workload_pods(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def golden_objects(golden: str) -> list[dict[str, Any]]:
+    return [m.obj for m in built(golden).manifests]
+
+
+def golden_pods(golden: str) -> list[dict[str, Any]]:
+    """The pod templates of the golden's workloads (Jobs, PaddleJobs' replicas)."""
+    return [pod for obj in golden_objects(golden) for pod in workload_pods(obj)]
+
+
+def containers_of(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """A pod's init containers and containers."""
+    return [*pod_spec.get("initContainers", []), *pod_spec["containers"]]
+
+
 def image_version(image: str) -> str:
     """What app.kubernetes.io/version says of an image: its tag, or its digest's first 12."""
     if "@sha256:" in image:

@@ -12,6 +12,8 @@ import pytest
 from paddlegen.compiler import batch
 from paddlegen.compiler.batch import WorkerError, Workers
 
+from conftest import children_of
+
 
 def square(number: int) -> int:
     return number * number
@@ -33,26 +35,13 @@ def dies(number: int) -> int:
     return number
 
 
-def children() -> list[int]:
-    """Processes whose parent is this one, ended or not (a zombie has not been reaped)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text()
-        except (OSError, ValueError):
-            continue
-        if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
-            found.append(int(entry.name))
-    return found
-
-
 @pytest.fixture(autouse=True)
 def nothing_left_behind() -> object:
     if not Path("/proc/self/stat").exists():
         pytest.skip("needs /proc to see child processes")
-    threads, before = set(threading.enumerate()), set(children())
+    threads, before = set(threading.enumerate()), set(children_of(os.getpid()))
     yield
-    assert set(children()) <= before
+    assert set(children_of(os.getpid())) <= before
     assert set(threading.enumerate()) <= threads
 
 

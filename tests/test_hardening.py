@@ -15,7 +15,16 @@ from paddlegen.compiler.build import build
 from paddlegen.compiler.problems import SpecError
 
 from conftest import GOLDEN
-from profile_harness import built, golden_names, image_version, spec_values, workload_pods
+from profile_harness import (
+    built,
+    containers_of,
+    golden_names,
+    golden_objects,
+    golden_pods,
+    image_version,
+    spec_values,
+    workload_pods,
+)
 
 GOLDENS = golden_names()
 
@@ -31,17 +40,7 @@ def jobs(golden: str, edit: tuple[str, str] = ("", "")) -> list[dict[str, Any]]:
 
 
 def containers(job: dict[str, Any]) -> list[dict[str, Any]]:
-    pod = job["spec"]["template"]["spec"]
-    return [*pod.get("initContainers", []), *pod["containers"]]
-
-
-def golden_objects(golden: str) -> list[dict[str, Any]]:
-    return [m.obj for m in built(golden).manifests]
-
-
-def golden_pods(golden: str) -> list[dict[str, Any]]:
-    """The pod templates of the golden's workloads (Jobs, PaddleJobs' replicas)."""
-    return [pod for obj in golden_objects(golden) for pod in workload_pods(obj)]
+    return containers_of(job["spec"]["template"]["spec"])
 
 
 @pytest.mark.parametrize("golden", GOLDENS)
@@ -60,7 +59,7 @@ def test_every_object_carries_the_recommended_labels(golden: str) -> None:
 def test_every_container_has_resources_and_drops_capabilities(golden: str) -> None:
     root = not spec_values(golden).get("security", {}).get("runAsNonRoot", False)
     for pod in golden_pods(golden):
-        for container in [*pod["spec"].get("initContainers", []), *pod["spec"]["containers"]]:
+        for container in containers_of(pod["spec"]):
             assert set(container["resources"]) == {"requests", "limits"}, container["name"]
             capabilities = container["securityContext"]["capabilities"]
             assert capabilities["drop"] == ["ALL"]

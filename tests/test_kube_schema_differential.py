@@ -1,8 +1,9 @@
 """Differential: on the objects of every golden build, mutated at random, the boolean validator
 says "valid" exactly when jsonschema finds no error, and violations() words exactly what
 jsonschema over the schemas paddlegen applied before vendoring the current releases reports
-(kubernetes-validate's own files for 1.33-1.35, with their shared definitions): same paths, same
-messages, same order. Each object is checked against its own release and the current ones."""
+(kubernetes-validate's own files for each vendored release, with their shared definitions):
+same paths, same messages, same order. Each object is checked against its own release and the
+current ones."""
 
 from __future__ import annotations
 
@@ -30,8 +31,7 @@ from paddlegen.compiler.kube_schema import (
 from paddlegen.compiler.problems import FieldPath, Violation
 
 from conftest import GOLDEN_SPECS, example_counts
-
-CURRENT_RELEASES = ("1.33", "1.34", "1.35")
+from vendor_kubernetes import CURRENT_RELEASES
 
 Obj = TypeVar("Obj", dict[str, Any], list[Any])
 
@@ -56,7 +56,7 @@ def releases_of(obj: dict[str, Any], own: str) -> list[str]:
     return list(dict.fromkeys([own, *current]))
 
 
-# --- the reference: jsonschema alone, on the schemas used before vendoring 1.33-1.35 ----------
+# --- the reference: jsonschema alone, on kubernetes-validate's files of the vendored releases --
 
 
 @cache

@@ -13,7 +13,7 @@ from paddlegen.compiler.kube_schema import supported_versions
 from paddlegen.compiler.problems import SpecError
 from paddlegen.profiles import PROFILES
 
-from conftest import GOLDEN, ROOT
+from conftest import GOLDEN, ROOT, sh_blocks
 
 SPEC = (GOLDEN / "kubernetes" / "spec.yaml").read_text()
 
@@ -109,7 +109,7 @@ def test_every_launcher_and_framework_the_release_serves() -> None:
 
 def test_the_runbook_uses_kubectl_and_no_cloud() -> None:
     text = (GOLDEN / "kubernetes" / "out" / "RUNBOOK.md").read_text()
-    blocks = "".join(re.findall(r"```sh\n(.*?)```", text, re.S))
+    blocks = "".join(sh_blocks(text))
     shell = re.sub(r"<<'EOF'\n.*?\nEOF\n", "\n", blocks, flags=re.S)  # a pod's YAML
     first_words = {line.split()[0] for line in shell.splitlines()
                    if line.strip() and not line.startswith(" ")}

@@ -16,7 +16,14 @@ import pytest
 from ruamel.yaml import YAML
 
 from conftest import GOLDEN, ROOT
-from profile_harness import built, golden_names, workload_pods
+from profile_harness import (
+    built,
+    containers_of,
+    golden_names,
+    golden_objects,
+    golden_pods,
+    workload_pods,
+)
 
 pytestmark = pytest.mark.conformance
 BIN = Path(sys.executable).parent
@@ -25,17 +32,13 @@ ALLOWLIST: dict[str, Any] = YAML(typ="safe", pure=True).load(ALLOWLIST_FILE)
 NAMES = golden_names()
 
 
-def objects(golden: str) -> list[dict[str, Any]]:
-    return [m.obj for m in built(golden).manifests]
-
-
 def pods(golden: str) -> list[dict[str, Any]]:
     """The specs of the pods the golden's workloads make."""
-    return [pod["spec"] for obj in objects(golden) for pod in workload_pods(obj)]
+    return [pod["spec"] for pod in golden_pods(golden)]
 
 
 def containers(golden: str) -> list[dict[str, Any]]:
-    return [c for pod in pods(golden) for c in [*pod.get("initContainers", []), *pod["containers"]]]
+    return [c for pod in pods(golden) for c in containers_of(pod)]
 
 
 def runs_as(golden: str, field: str) -> list[Any]:
@@ -46,7 +49,7 @@ def runs_as(golden: str, field: str) -> list[Any]:
 
 def worker_containers(golden: str) -> list[dict[str, Any]]:
     """The containers of the PaddleJobs' workers (checked as Pods: with_worker_pods)."""
-    return [c for obj in objects(golden) if obj["kind"] == "PaddleJob"
+    return [c for obj in golden_objects(golden) if obj["kind"] == "PaddleJob"
             for pod in workload_pods(obj) for c in pod["spec"]["containers"]]
 
 
@@ -66,7 +69,7 @@ WHERE: dict[str, Callable[[str], bool]] = {
                                 for pod in pods(g)),
     "CKV_K8S_20": lambda g: any(c.get("securityContext", {}).get("allowPrivilegeEscalation")
                                 is not False for c in containers(g)),
-    "CKV2_K8S_6": lambda g: not any(obj["kind"] == "NetworkPolicy" for obj in objects(g)),
+    "CKV2_K8S_6": lambda g: not any(obj["kind"] == "NetworkPolicy" for obj in golden_objects(g)),
     "CKV_K8S_15": lambda g: any(c.get("imagePullPolicy") != "Always" for c in containers(g)),
     "CKV_K8S_8": lambda g: any("livenessProbe" not in c for c in worker_containers(g)),
     "CKV_K8S_9": lambda g: any("readinessProbe" not in c for c in worker_containers(g)),
