@@ -53,7 +53,7 @@ def usable_cpus() -> int:
 def workers_for(items: int) -> int:
     """How many workers `items` items are worth on this machine: 0 (do them here) below two."""
     count = min(usable_cpus(), items // SPECS_PER_WORKER)
-    return count if count >= 2 and hasattr(os, "fork") and sys.platform != "win32" else 0
+    return count if count >= 2 and hasattr(os, "fork") else 0
 
 
 class WorkerError(RuntimeError):

@@ -32,7 +32,6 @@ from paddlegen.compiler.profile import Explanation, FileViolation, Profile
 from paddlegen.compiler.render import to_json, to_yaml
 from paddlegen.compiler.rules import (
     Violation,
-    dataset_image_tag,
     gradient_servers,
     job_names,
     launcher_release,
@@ -607,8 +606,7 @@ PROFILE = Profile(
            either(resource_limits(JOBS)), either(job_names), v1_only(split_count),
            aws_region, zones_in_region, storage_request, efs_file_system,
            either(training_image_tag),
-           either(dataset_image_tag, lambda spec: spec.dataset.image is not None,
-                  ("dataset.image",)),
+           workload.data_image_tag,
            system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain, checks=checks)

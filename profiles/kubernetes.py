@@ -27,7 +27,6 @@ from paddlegen.compiler.plan import (
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.rules import (
     Violation,
-    dataset_image_tag,
     gradient_servers,
     job_names,
     kube_version,
@@ -83,10 +82,11 @@ class KubernetesSpec(WorkloadSpec, SpecBase):
 
 
 TARGET_READS = ("kubeVersion",)  # what target() reads of the spec
+DEFAULT_KUBE_VERSION = "1.37"  # kubernetes.yaml sets it; a spec may choose
 
 
 def target(spec: KubernetesSpec) -> Target:
-    version = spec.kube_version or "1.37"  # kubernetes.yaml sets it; a spec may choose
+    version = spec.kube_version or DEFAULT_KUBE_VERSION
     return Target("the cluster you have", KubeRelease(version, version))
 
 
@@ -212,8 +212,7 @@ PROFILE = Profile(
            either(resource_limits(JOBS)),
            either(job_names), v1_only(split_count), storage_source,
            either(training_image_tag),
-           either(dataset_image_tag, lambda spec: spec.dataset.image is not None,
-                  ("dataset.image",)),
+           workload.data_image_tag,
            system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain)

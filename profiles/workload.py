@@ -37,7 +37,7 @@ from paddlegen.compiler.plan import (
     resources_of,
 )
 from paddlegen.compiler.profile import Explanation
-from paddlegen.compiler.rules import Rule, Violation, rule
+from paddlegen.compiler.rules import Rule, Violation, dataset_image_tag, rule
 from paddlegen.compiler.targets import KubeRelease
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
@@ -220,6 +220,11 @@ def either(shared: Rule[Any], applies: Callable[[WithWorkload], bool] = lambda s
     check.__doc__ = shared.doc
     return Rule(shared.name, check, shared.severity,
                 (*shared.reads, *AS_V1_READS, "training.image", *applies_reads))
+
+
+# The data image's tag, where there is a data Job: paddle-v1 always, paddle if given an image.
+data_image_tag = either(dataset_image_tag, lambda spec: spec.dataset.image is not None,
+                        ("dataset.image",))
 
 
 FRAMEWORK_FIELDS = {"paddle": V1_FIELDS, "paddle-v1": PADDLE_FIELDS}

@@ -18,11 +18,10 @@ from paddlegen.compiler.build import build
 from paddlegen.profiles import PROFILES
 
 from conftest import GOLDEN, GOLDEN_SPECS, ROOT, run_cli_process
-from profile_harness import goldens_of, module_path, profile_names, spec_of
+from profile_harness import goldens_of, profile_names, spec_of
 
-# The profiles whose runbooks are templates (profiles/<name>.md.j2, beside the module).
-TEMPLATED = [profile for profile in profile_names()
-             if (module_path(profile).parent / f"{profile}{template.SUFFIX}").is_file()]
+# Every profile's runbook is a template (profiles/<name>.md.j2, beside the module).
+TEMPLATED = profile_names()
 
 
 def pending_spec(tmp_path: Path) -> Path:

@@ -114,7 +114,6 @@ def delete_load_balancers(vpc_lookup: str) -> str:
             "sleep 10; done\n")
 
 
-
 def mount_command(source: str, target: str) -> str:
     return (f"sudo mkdir -p {target} && sudo mount -t nfs4 -o {','.join(EFS_MOUNT_OPTIONS)} "
             f"{source}:/ {target}")
