@@ -352,7 +352,7 @@ def derive(spec: EksSpec) -> EksPlan:
         update={"worker_count": spec.cluster.worker_count or spec.training.nodes})
     storage = spec.storage
     volume = EfsCsiVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
-                          storage.efs.file_system_id, storage.capacity, storage.request)
+                          storage.capacity, storage.request, storage.efs.file_system_id)
     data, training = workload.derive_training(spec, volume, tgt.kube, efa_wiring(spec.cluster))
     return EksPlan(meta_of(spec, tgt, training.image), cluster, f"{cluster.name}-efs",
                    f"{cluster.name}-eksctl", volume, data, training)

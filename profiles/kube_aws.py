@@ -391,8 +391,8 @@ def derive(spec: KubeAwsSpec) -> KubeAwsPlan:
         update={"worker_count": spec.cluster.worker_count or t.nodes})
     storage = spec.storage
     volume = None if storage.efs.dns_name is None else EfsVolume(
-        f"{namespace}-{storage.claim_name}", storage.claim_name, storage.efs.dns_name,
-        storage.capacity, storage.request)
+        f"{namespace}-{storage.claim_name}", storage.claim_name, storage.capacity,
+        storage.request, storage.efs.dns_name)
     claim = seed_claim(storage.claim_name)
     data, training = claim_jobs(name, claim, spec.dataset, t, tgt.kube)
     return KubeAwsPlan(meta_of(spec, tgt, t.image), cluster, aws_names(cluster),

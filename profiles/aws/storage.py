@@ -28,12 +28,11 @@ def seed_claim(claim_name: str) -> ClaimVolume:
 
 
 @dataclass(frozen=True)
-class EfsVolume:
-    """EFS as a PersistentVolume of its NFS server, bound to exactly one claim."""
+class EfsClaim:
+    """A claim bound to exactly one PersistentVolume of EFS, as the pods mount it."""
 
     volume_name: str  # PersistentVolumes are cluster-wide: named <namespace>-<claim>
     claim_name: str
-    server: str  # the file system's DNS name
     capacity: str
     request: str
     words = "EFS"
@@ -41,34 +40,34 @@ class EfsVolume:
     @property
     def claim(self) -> ClaimVolume:
         return seed_claim(self.claim_name)
+
+    def claim_object(self, meta: Meta) -> Object:
+        return persistent_volume_claim(meta, self.claim_name, self.request, self.volume_name)
+
+
+@dataclass(frozen=True)
+class EfsVolume(EfsClaim):
+    """EFS as a PersistentVolume of its NFS server."""
+
+    server: str  # the file system's DNS name
 
     def objects(self, meta: Meta) -> list[Object]:
         nfs = {"nfs": {"server": self.server, "path": "/"}}
         return [persistent_volume(meta, self.volume_name, self.capacity, self.claim_name, nfs,
                                   mount_options=EFS_MOUNT_OPTIONS),
-                persistent_volume_claim(meta, self.claim_name, self.request, self.volume_name)]
+                self.claim_object(meta)]
 
 
 @dataclass(frozen=True)
-class EfsCsiVolume:
-    """EFS through its CSI driver, as a PersistentVolume bound to exactly one claim; no volume
-    until the file system's id is known."""
+class EfsCsiVolume(EfsClaim):
+    """EFS through its CSI driver; no volume until the file system's id is known."""
 
-    volume_name: str
-    claim_name: str
     file_system_id: str | None
-    capacity: str
-    request: str
-    words = "EFS"
-
-    @property
-    def claim(self) -> ClaimVolume:
-        return seed_claim(self.claim_name)
 
     def objects(self, meta: Meta) -> list[Object]:
         """The file system's root, encrypted in transit, and the claim; only the claim until
         the file system's id is known."""
-        claim = persistent_volume_claim(meta, self.claim_name, self.request, self.volume_name)
+        claim = self.claim_object(meta)
         if self.file_system_id is None:
             return [claim]
         # encryption in transit by the attribute: the "tls" mount option is deprecated (the
