@@ -152,7 +152,10 @@ def explanation_text(explanation: Explanation) -> str:
         lines += ["", "every trainer's pserver list:",
                   f"  {PSERVERS_VARIABLE}={shlex.quote(facts['pservers'])}"]
     for process in facts["processes"]:
-        lines.append(f"\ntrainer {process['trainerId']}")
+        ranks = process.get("ranks")  # a collective pod: one trainer process per rank
+        lines.append(f"\npod {process['trainerId']}: rank{'s' * (len(ranks) > 1)} {span(ranks)}"
+                     if ranks
+                     else f"\ntrainer {process['trainerId']}")
         if "pserver" in process:
             lines.append(f"  {shell_words(process['pserver']['argv'])} "
                          f"> {process['pserver']['log']} 2>&1 &")

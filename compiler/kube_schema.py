@@ -148,12 +148,24 @@ def source(version: str) -> SchemaSource:
     return _release_sources(version)[0]
 
 
+# The vendored schemas of custom resources, each directory with the ORIGIN.md that says where its
+# files come from: directory, and the words messages use for them.
+CUSTOM_RESOURCES = (
+    ("kubeflow", "the PaddleJob CRD of Kubeflow's training operator v1.9.4, strict"),
+    ("jobset", "the JobSet CRD of JobSet v0.12.0, strict"),
+    ("trainer", "the TrainJob and (Cluster)TrainingRuntime CRDs of Kubeflow Trainer v2.3.0, "
+                "strict"),
+    ("kueue", "the ResourceFlavor, ClusterQueue and LocalQueue CRDs of Kueue v0.19.2, strict"),
+)
+
+
 @cache
 def extra_sources() -> tuple[SchemaSource, ...]:
     """Searched after the release's own sources, for kinds it does not define: the vendored
-    schemas of custom resources (schema/kubeflow/ORIGIN.md)."""
-    return (SchemaSource(schema_package() / "kubeflow",
-                         "the PaddleJob CRD of Kubeflow's training operator v1.9.4, strict"),)
+    schemas of custom resources (schema/<directory>/ORIGIN.md). Their files' names carry the
+    group's first label (jobset-jobset-v1alpha2.json), so no two directories hold the same."""
+    return tuple(SchemaSource(schema_package() / directory, origin)
+                 for directory, origin in CUSTOM_RESOURCES)
 
 
 def sources(version: str) -> tuple[SchemaSource, ...]:

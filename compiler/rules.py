@@ -276,6 +276,8 @@ def resource_limits(jobs: tuple[str, ...]) -> Rule[Any]:
     def check(spec: Any) -> Iterable[Violation]:
         for job in jobs:
             resources = getattr(spec, job).resources
+            if resources is None:  # unset: the profile sizes the pods, requests = limits
+                continue
             for kind in ("cpu", "memory"):
                 request = getattr(resources.requests, kind)
                 limit = getattr(resources.limits, kind)

@@ -11,9 +11,21 @@ from __future__ import annotations
 import textwrap
 from shlex import quote as q
 
-from paddlegen.compiler.collective import CollectiveTraining, first_pod_selector, output_pod
+from paddlegen.compiler.collective import (
+    PG_TIMEOUT_MS,
+    CollectiveTraining,
+    first_pod_selector,
+    output_pod,
+)
 from paddlegen.compiler.explain import WIDTH
-from paddlegen.compiler.kube_objects import MODELS_MOUNT, Object, models_pod, trainer_selector
+from paddlegen.compiler.kube_objects import (
+    MODELS_MOUNT,
+    Object,
+    metadata,
+    models_pod,
+    pod_policy_fields,
+    trainer_selector,
+)
 from paddlegen.compiler.plan import DataJob, Meta, PserverTraining
 from paddlegen.compiler.render import to_yaml
 
@@ -97,14 +109,20 @@ def follow_trainers(meta: Meta, training: PserverTraining | CollectiveTraining,
             f'{follow}   # or any other of "$@"\n')
 
 
+# The kind of each launcher's top-level object, and its condition when the run is done (JobSet
+# v0.12.0: Completed; Trainer v2.3.0 copies it to the TrainJob as Complete). Each also has a
+# Failed condition, which ends the wait (after_job).
+RUN_END = {"indexed": ("job", "Complete"), "kubeflow": ("paddlejob", "Succeeded"),
+           "jobset": ("jobset", "Completed"), "trainjob": ("trainjob", "Complete")}
+
+
 def run_trainers(meta: Meta, data: DataJob | None, training: PserverTraining | CollectiveTraining,
                  manifest: str) -> str:
     """Create the training object (once the data Job, if any, has completed), follow its first
     trainer and, for PaddlePaddle 3, wait for the run's end: a PaddleJob succeeds, a Job
     completes."""
     if isinstance(training, CollectiveTraining):
-        kind, done = (("paddlejob", "Succeeded") if training.launcher == "kubeflow"
-                      else ("job", "Complete"))
+        kind, done = RUN_END[training.launcher]
         selector = first_pod_selector(training)
         end = after_job(meta, training.name, 'echo "the run is done"\n', kind, done)
     else:
@@ -195,3 +213,87 @@ def network_policy_note(meta: Meta, plugins: str = "Calico, Cilium") -> str:
     return ("\n\nThe job's NetworkPolicy admits traffic to its pods only from its trainers, and "
             "only to the pserver ports; it takes effect only with a network plugin that enforces "
             f"NetworkPolicies ({plugins}), and is ignored otherwise.")
+
+
+def collective_failures(training: CollectiveTraining) -> str:
+    """What ends a PaddlePaddle 3 run early: a failed pod with either launcher, a deleted or
+    preempted one as each launcher handles it, and the deadline."""
+    failed = "The first failed pod fails the run"
+    if training.launcher == "indexed":
+        ends = (f"{failed}, and so does a deleted or evicted one (a drained node, a reclaimed Spot "
+                "instance): the Job counts it failed (backoffLimit 0) and stops the others at once")
+    else:
+        # compiler/collective.py bounds a lost peer with PADDLE_PG_TIMEOUT under kubeflow
+        ends = (f"{failed}. A deleted or preempted pod (a drained node, a reclaimed Spot instance) "
+                "is not a failure to the training operator: it makes the pod again, and the "
+                "other launchers never take the new one in; their next collective times out "
+                f"after {PG_TIMEOUT_MS // 1000} seconds (PADDLE_PG_TIMEOUT), which fails them and "
+                "the run. Where preemption is likely, use `launcher: indexed`, whose Job fails "
+                "as soon as a pod is lost and frees the nodes")
+    return f"{ends}. The run is stopped after {training.deadline_seconds} seconds in any case."
+
+
+# How long a node may take to pull the training image and run the CUDA check: a GPU base image
+# is many GB, and its first pull on a new node takes minutes.
+CUDA_CHECK_SECONDS = 1200
+# What the check runs on a node: the image's Paddle is a CUDA build and sees the node's GPU.
+CUDA_CHECK = ("import paddle; assert paddle.is_compiled_with_cuda(); "
+              "n = paddle.device.cuda.device_count(); assert n >= 1, n; print('GPUs:', n)")
+# The namespace of the check: the tree's own is made only with the training's objects.
+CUDA_CHECK_NAMESPACE = "default"
+
+
+def cuda_check_pod(meta: Meta, training: CollectiveTraining) -> Object:
+    """A pod of the training image on a node with one GPU, placed as the job's pods are, that
+    runs CUDA_CHECK once."""
+    labelled = metadata(meta, f"{training.name}-cuda-check", component="cuda-check")
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {**labelled, "namespace": CUDA_CHECK_NAMESPACE},
+            "spec": {"containers": [{"name": "cuda-check", "image": training.image,
+                                     "command": ["python", "-c", CUDA_CHECK],
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                     **pod_policy_fields(meta), "restartPolicy": "Never",
+                     "activeDeadlineSeconds": CUDA_CHECK_SECONDS}}
+
+
+def cuda_check_on_node(meta: Meta, training: CollectiveTraining) -> str:
+    """Run cuda_check_pod (anew, should an earlier try have left it), wait for it to succeed
+    for at most CUDA_CHECK_SECONDS (a pod no node can take stays Pending, which no deadline of
+    its own ends), print its log, delete it, and fail the block unless it succeeded."""
+    pod = cuda_check_pod(meta, training)
+    name = q(pod["metadata"]["name"])
+    in_default = f"kubectl --namespace={CUDA_CHECK_NAMESPACE}"
+    failed = ("no node ran the image's CUDA check: see the pod's events and log above "
+              "(no nvidia.com/gpu on the nodes, a taint the spec does not tolerate, a CPU "
+              "build of Paddle)")
+    return (f"{in_default} delete pod {name} --ignore-not-found\n"
+            f"{in_default} create -f - <<'EOF'\n{to_yaml(pod)}EOF\n"
+            f"if {in_default} wait pod/{name} --for=jsonpath='{{.status.phase}}'=Succeeded "
+            f"--timeout={CUDA_CHECK_SECONDS}s; then\n"
+            f"  {in_default} logs {name}\n"
+            f"  {in_default} delete pod {name}\n"
+            f"else\n"
+            f"  {in_default} describe pod {name} || true\n"
+            f"  {in_default} logs {name} || true\n"
+            f"  {in_default} delete pod {name}\n"
+            f"  echo {q(failed)} >&2; false\n"
+            f"fi\n")
+
+
+# The nodes' GPUs and taints, in one table: what a GPU run needs of a cluster it did not make.
+GPU_NODES = ("kubectl get nodes -o custom-columns='NAME:.metadata.name,"
+             "GPUS:.status.allocatable.nvidia\\.com/gpu,TAINTS:.spec.taints[*].key'")
+
+
+def tolerated(meta: Meta) -> str:
+    """The taints the job's pods tolerate (scheduling.tolerations), as kubectl writes taints."""
+    words = []
+    for pairs in meta.pods.tolerations:
+        toleration = dict(pairs)
+        if not toleration.get("key"):
+            words.append("every taint")
+            continue
+        value = f"={toleration['value']}" if toleration.get("value") else ""
+        effect = f":{toleration['effect']}" if toleration.get("effect") else ""
+        words.append(f"`{toleration['key']}{value}{effect}`")
+    return ", ".join(words) or "none"

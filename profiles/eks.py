@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal
+from shlex import quote as q
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -28,6 +28,7 @@ from paddlegen.compiler.plan import (
     PserverTraining,
     meta_of,
 )
+from paddlegen.compiler.problems import FieldPath
 from paddlegen.compiler.profile import Explanation, FileViolation, Profile
 from paddlegen.compiler.render import to_json, to_yaml
 from paddlegen.compiler.rules import (
@@ -36,6 +37,7 @@ from paddlegen.compiler.rules import (
     job_names,
     launcher_release,
     port_range,
+    quantity,
     release_fields,
     resource_limits,
     rule,
@@ -48,7 +50,7 @@ from paddlegen.compiler.rules import (
 from paddlegen.compiler.targets import KubeRelease, Target
 from paddlegen.compiler.template import render
 from paddlegen.profiles import workload
-from paddlegen.profiles.aws import cost, data, efs, eksctl, instance_types
+from paddlegen.profiles.aws import capacity, cost, data, efs, eksctl, instance_types
 from paddlegen.profiles.aws import formats as aws_p
 from paddlegen.profiles.aws import runbook as aws_rb
 from paddlegen.profiles.aws.models import EfsStorage
@@ -64,6 +66,8 @@ from paddlegen.profiles.workload import (
     v1_only,
 )
 from paddlegen.schema.models import (
+    Quantities,
+    Resources,
     SpecBase,
     SpecModel,
     text,
@@ -75,6 +79,7 @@ EKSCTL_RELEASES = "https://github.com/eksctl-io/eksctl/releases/download"
 # day, which it still runs (eksctl asks it).
 EKS_VERSIONS = ("1.33", "1.34", "1.35")
 NODE_GROUP = "trainers"
+CLUSTER_DOMAIN = "cluster.local"  # EKS sets no other (its kubelet's clusterDomain)
 LOG_RETENTION_DAYS = 30
 # Prints the stack named by the file system's owner tag: the stack that made it (one the spec
 # brought has no such tag). Teardown deletes the file system only if that is this runbook's stack.
@@ -104,8 +109,11 @@ class EksCluster(SpecModel):
     ]
     worker_count: Annotated[
         int | None,
-        Field(ge=1, le=1000, description="Nodes of the managed node group; defaults to "
-              "training.nodes."),
+        Field(ge=1, le=1000, description=(
+            "Nodes of the managed node group. Unset: with framework paddle on a type of "
+            "paddlegen's table, the fewest that hold training.nodes pods (one a node on CPU "
+            "when sized to the node, the type's GPUs // gpusPerNode on GPUs); otherwise "
+            "training.nodes.")),
     ] = None
     worker_instance_type: Annotated[
         str, text(aws_p.INSTANCE_TYPE, "EC2 instance type of the nodes.")
@@ -258,59 +266,273 @@ def efs_file_system(spec: EksSpec) -> Iterable[Violation]:
             "its volume; put the id here once the runbook has it, and rebuild")
 
 
-def allocatable(facts: dict[str, Any]) -> tuple[Decimal, Decimal]:
-    """What a node of the type gives pods (CPU cores, memory bytes), as the EKS-optimised AMI's
-    kubelet reserves (amazon-eks-ami's bootstrap: 6% of the first core, 1% of the second, 0.5%
-    of the next two, 0.25% of the rest; 11 MiB per pod the type can run and 255 MiB, and the
-    100 MiB eviction threshold). The add-ons' DaemonSets are not counted."""
-    cores = facts["vcpu"]
-    reserved_cpu = (Decimal("0.06") + Decimal("0.01") * min(max(cores - 1, 0), 1)
-                    + Decimal("0.005") * min(max(cores - 2, 0), 2)
-                    + Decimal("0.0025") * max(cores - 4, 0))
-    reserved_mib = 11 * facts["maxPods"] + 255 + 100
-    return cores - reserved_cpu, Decimal((facts["memoryMiB"] - reserved_mib) * 2**20)
+INSTANCE_TABLE = "profiles/aws/instance-types.json"
 
 
-@rule("instance-capacity", reads=("cluster.workerInstanceType", "cluster.efa", "training.framework",
-                                  "training.gpusPerNode", "training.resources.requests"))
-def instance_capacity(spec: EksSpec) -> Iterable[Violation]:
-    """cluster.workerInstanceType is an EC2 instance type paddlegen knows (a table vendored in
-    profiles/aws/instance-types.json; a type close to a known one is taken for a typo), and each
-    trainer pod fits on one node: training.gpusPerNode at most the type's GPUs, its CPU and
-    memory requests at most what the node gives pods (the EKS AMI kubelet's reserve taken off),
-    or the pods stay Pending; with cluster.efa, the type has Elastic Fabric Adapters."""
-    from paddlegen.compiler.rules import quantity
+def type_facts(kind: str) -> dict[str, Any] | None:
+    """The table's facts of an instance type, if paddlegen knows it."""
+    return None if kind.startswith("_") else instance_types().get(kind)
+
+
+def known_types() -> list[str]:
+    return [name for name in instance_types() if not name.startswith("_")]
+
+
+def worker_node(cluster: EksCluster) -> capacity.Node | None:
+    """A node of the node group, as the trainer pods see it, if paddlegen knows its type."""
+    facts = type_facts(cluster.worker_instance_type)
+    return (None if facts is None
+            else capacity.node(cluster.worker_instance_type, facts, cluster.efa))
+
+
+def trainer_gpus(spec: EksSpec) -> int:
+    t = spec.training
+    return (t.gpus_per_node or 0) if t.framework == "paddle" else 0
+
+
+def sized_resources(spec: EksSpec, node: capacity.Node | None) -> Resources | None:
+    """A paddle trainer pod's resources where the spec gives none: its equal share of what a
+    node leaves trainer pods, among the pods that share the node (by GPUs; one on CPU)."""
+    if spec.training.framework != "paddle" or spec.training.resources is not None or not node:
+        return None
+    pods = node.pods_by_gpus(trainer_gpus(spec))
+    if not pods:  # more GPUs than the type has: rule instance-capacity refuses it
+        return None
+    millicores, mib = capacity.share(node, pods)
+    size = Quantities(cpu=f"{millicores}m", memory=f"{mib}Mi")
+    # Guaranteed QoS (requests = limits): the pod reserves all it may use, so the kubelet evicts
+    # it last under memory pressure and the kernel's OOM killer picks others first. It costs
+    # nothing: the share is the pod's anyway, no other workload is meant for these nodes, and a
+    # CPU limit above the request would only take CPU from the trainers beside it.
+    return Resources(requests=size, limits=size)
+
+
+def trainer_resources(spec: EksSpec, node: capacity.Node | None) -> Resources | None:
+    """Each trainer pod's resources as built: the spec's (paddle-v1's over the tutorial's), else
+    sized to the node (None: the type is unknown, which rule instance-type refuses)."""
+    t = spec.training
+    if t.framework == "paddle-v1":
+        return workload.v1_resources(t)
+    return t.resources or sized_resources(spec, node)
+
+
+def requested(resources: Resources | None, kind: str) -> tuple[FieldPath, str] | None:
+    """Where a pod's request of `kind` (cpu, memory) is written, and what it is: the request,
+    else the limit (which Kubernetes then takes for the request)."""
+    if resources is None:
+        return None
+    for side in ("requests", "limits"):
+        value = getattr(getattr(resources, side), kind)
+        if value is not None:
+            return ("training", "resources", side, kind), value
+    return None
+
+
+def pods_per_node(spec: EksSpec, node: capacity.Node) -> int:
+    """How many trainer pods one node holds: by GPUs, CPU and memory requests, EFA adapters."""
+    resources = trainer_resources(spec, node)
+    cpu, memory = (requested(resources, kind) for kind in ("cpu", "memory"))
+    return capacity.fitting_pods(
+        node, trainer_gpus(spec),
+        quantity(cpu[1]) / capacity.MILLI if cpu else None,
+        quantity(memory[1]) / capacity.MIB if memory else None)
+
+
+def worker_count(spec: EksSpec, node: capacity.Node | None) -> int:
+    """The node group's size: the spec's; else, for paddle on a type paddlegen knows, the fewest
+    nodes that hold the trainer pods; else one node per pod (paddle-v1, as the tutorial)."""
+    nodes = spec.training.nodes
+    if spec.cluster.worker_count is not None:
+        return spec.cluster.worker_count
+    fit = pods_per_node(spec, node) if node and spec.training.framework == "paddle" else 0
+    return -(-nodes // fit) if fit else nodes
+
+
+def count(number: int, noun: str) -> str:
+    """'no GPU', '1 GPU', '2 GPUs'."""
+    return f"no {noun}" if number == 0 else f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+TYPE_READS = ("cluster.workerInstanceType", "cluster.efa", "training.framework",
+              "training.resources")
+
+
+def typo_hint(kind: str) -> str:
+    """'; did you mean ...?' where a type paddlegen does not know is a misspelt one it knows:
+    close to one, and not of a family it knows with a size EC2 has (t3.small is no typo)."""
     from paddlegen.compiler.spec import did_you_mean
 
-    kind, t = spec.cluster.worker_instance_type, spec.training
-    table = instance_types()
-    facts = table.get(kind)
-    if facts is None:
-        close = did_you_mean(kind, (name for name in table if not name.startswith("_")))
-        if close:
-            yield ("cluster", "workerInstanceType"), f"not an EC2 instance type{close}"
+    table = known_types()
+    if kind in table or capacity.looks_real(kind, table):
+        return ""
+    return did_you_mean(kind, table)
+
+
+def unknown_type(kind: str) -> bool:
+    """A type outside the table that paddlegen takes for a real one it does not know."""
+    return (type_facts(kind) is None and capacity.unsupported(kind) is None
+            and not typo_hint(kind))
+
+
+@rule("instance-type", reads=TYPE_READS)
+def instance_type(spec: EksSpec) -> Iterable[Violation]:
+    """cluster.workerInstanceType is a type PaddlePaddle's images run on: they are built for
+    NVIDIA GPUs and CPUs, on x86_64. Types of other hardware are refused by what they have:
+    Trainium (trn*), Inferentia (inf*), Gaudi (dl1), Qualcomm AI 100 (dl2q), AMD GPUs (g4ad),
+    FPGAs (f1, f2, vt1), Mac, and arm64: Graviton (a `g` after the generation digit: m6g,
+    c7gn, g5g, t4g, x2gd, im4gn; and a1) and Grace (p6e-gb200). A name close to a type of the table
+    (profiles/aws/instance-types.json) is taken for a typo of it. A type outside the table is
+    an error where paddlegen would have to guess what it writes: with cluster.efa, how many
+    adapters each pod gets (none would leave NCCL on TCP while eksctl enables EFA); with
+    framework paddle and no training.resources, the pods' size. Otherwise the output is what
+    the spec says, and rule unknown-instance-type warns of what goes unchecked."""
+    kind, path = spec.cluster.worker_instance_type, ("cluster", "workerInstanceType")
+    hardware = capacity.unsupported(kind)
+    if hardware is not None:
+        yield path, f"{kind} has {hardware}; PaddlePaddle's images are built for NVIDIA GPUs " \
+                    f"and CPUs, on x86_64: choose {instead_of(kind, hardware)}"
+    elif typo := typo_hint(kind):
+        yield path, f"not an EC2 instance type{typo}"
+    elif unknown_type(kind):
+        if spec.cluster.efa:
+            yield ("cluster", "efa"), (
+                f"paddlegen does not know how many Elastic Fabric Adapters {kind} has, so its "
+                f"pods would get none while eksctl enables EFA; choose a type of {INSTANCE_TABLE}, "
+                "or leave efa out")
+        if spec.training.framework == "paddle" and spec.training.resources is None:
+            yield path, (f"paddlegen does not know {kind}'s CPUs, memory and GPUs, so it cannot "
+                         "size the trainer pods to it; set training.resources (requests and "
+                         f"limits), or choose a type of {INSTANCE_TABLE}")
+
+
+def instead_of(kind: str, hardware: str) -> str:
+    """What to choose instead of a type whose hardware PaddlePaddle's images do not serve."""
+    if hardware != capacity.GRAVITON_WORDS:
+        return "an NVIDIA GPU type (such as g5, g6e, p4d or p5) or an x86_64 CPU type"
+    sibling = capacity.x86_sibling(kind, instance_types())
+    return f"its x86_64 counterpart {sibling}" if sibling else "an x86_64 type (Intel or AMD)"
+
+
+@rule("unknown-instance-type", severity="warning", reads=(*TYPE_READS, "training.gpusPerNode"))
+def unknown_instance_type(spec: EksSpec) -> Iterable[Violation]:
+    """cluster.workerInstanceType is in paddlegen's table (profiles/aws/instance-types.json),
+    which holds the common sizes of the families people train on. Another real type builds
+    exactly as the spec says (its training.resources, no EFA; rule instance-type refuses the
+    rest), so it is a warning, not an error: but nothing checks its GPUs against gpusPerNode,
+    its EFA adapters, whether the pods' CPU and memory requests fit a node, nor how many pods
+    share one."""
+    kind = spec.cluster.worker_instance_type
+    if not unknown_type(kind) or spec.cluster.efa or (
+            spec.training.framework == "paddle" and spec.training.resources is None):
         return
-    if spec.cluster.efa and not facts["efaInterfaces"]:
+    gpus = trainer_gpus(spec)
+    asked = f" (gpusPerNode {gpus})" if gpus else ""
+    yield ("cluster", "workerInstanceType"), (
+        f"{kind} is not in paddlegen's table ({INSTANCE_TABLE}), so nothing checks its "
+        f"GPUs{asked}, its EFA adapters, or that the trainer pods' CPU and memory fit a node; "
+        "check them against AWS's specification of the type")
+
+
+@rule("instance-capacity", reads=(*TYPE_READS, "training.gpusPerNode"))
+def instance_capacity(spec: EksSpec) -> Iterable[Violation]:
+    """Each trainer pod fits on one node of cluster.workerInstanceType (a type of paddlegen's
+    table), or it stays Pending: training.gpusPerNode at most the type's GPUs (the smallest
+    type of the same family that has enough is suggested, where there is one); the pod's CPU
+    and memory requests (or limits, where it requests none) at most what a node leaves trainer
+    pods, the numbers the pods are sized by (training.resources: the EKS AMI kubelet's
+    allocatable less the allowance for the cluster's own pods); with cluster.efa, a type with
+    Elastic Fabric Adapters, at least one for each pod that shares a node."""
+    node = worker_node(spec.cluster)
+    if node is None:
+        return
+    kind, gpus = node.kind, trainer_gpus(spec)
+    if spec.cluster.efa and not node.efa_adapters:
         yield ("cluster", "efa"), f"{kind} has no Elastic Fabric Adapter; choose a type with one"
-    gpus = (t.gpus_per_node or 0) if t.framework == "paddle" else 0
-    if gpus > facts["gpus"]:
-        have = {0: "no GPU", 1: "1 GPU"}.get(facts["gpus"], f"{facts['gpus']} GPUs")
-        larger = min(((f["gpus"], f["vcpu"], name) for name, f in table.items()
-                      if not name.startswith("_") and f["gpus"] >= gpus), default=None)
-        instead = (f"choose an instance type with {gpus} GPUs or more, such as {larger[2]}"
-                   if larger
-                   else "no instance type paddlegen knows has more")
+    if gpus > node.gpus:
+        ask = "set it to 0 (CPU)" if not node.gpus else f"ask for at most {node.gpus}"
         yield ("training", "gpusPerNode"), (
-            f"{kind} has {have}; ask for at most {facts['gpus']}, or {instead}")
-    cpu, memory = allocatable(facts)
-    requests = t.resources.requests
-    for name, room, unit in (("cpu", cpu, "cores"), ("memory", memory, "bytes")):
-        asked = getattr(requests, name)
-        if asked is not None and quantity(asked) > room:
-            shown = f"{room:.2f} cores" if unit == "cores" else f"{room / 2**30:.1f}Gi"
-            yield ("training", "resources", "requests", name), (
-                f"{asked} does not fit on a {kind} node, which gives pods about {shown}; "
-                "request less, or choose a larger instance type")
+            f"{kind} has {count(node.gpus, 'GPU')}; {ask}, or {larger_type(kind, gpus)}")
+    elif node.efa_adapters and not node.efa_per_pod(gpus):
+        least = -(-node.gpus // node.efa_adapters)
+        yield ("cluster", "efa"), (
+            f"{kind} has {count(node.efa_adapters, 'Elastic Fabric Adapter')} for the "
+            f"{node.pods_by_gpus(gpus)} trainer pods of {count(gpus, 'GPU')} on each node; "
+            f"give each pod one: raise gpusPerNode to {least}, or leave efa out")
+    resources = trainer_resources(spec, node)
+    for name, room, allocated, unit in (
+            ("cpu", node.millicores, node.allocatable_millicores, "m"),
+            ("memory", node.mib, node.allocatable_mib, "Mi")):
+        found = requested(resources, name)
+        if found is None:
+            continue
+        path, asked = found
+        size = quantity(asked) / (capacity.MILLI if unit == "m" else capacity.MIB)
+        if size > room:
+            yield path, (
+                f"{asked} does not fit on a {kind} node: its kubelet gives pods "
+                f"{allocated}{unit}, of which the cluster's own pods keep "
+                f"{allocated - room}{unit}; ask for at most {room}{unit}, or choose a larger "
+                "instance type")
+
+
+def larger_type(kind: str, gpus: int) -> str:
+    """The smallest type with at least `gpus` GPUs: of the same family if it has one."""
+    family, table = kind.split(".")[0], instance_types()
+    fitting = sorted((table[name]["gpus"], table[name]["vcpu"], table[name]["memoryMiB"], name)
+                     for name in known_types() if table[name]["gpus"] >= gpus)
+    same = [row for row in fitting if row[3].split(".")[0] == family]
+    if same:
+        return (f"choose {same[0][3]} ({count(same[0][0], 'GPU')}), the smallest {family} "
+                f"with {gpus} or more")
+    if fitting:
+        return (f"choose {fitting[0][3]} ({count(fitting[0][0], 'GPU')}), the smallest type "
+                f"paddlegen knows with {gpus} or more")
+    return f"split the work: no type paddlegen knows has {gpus}"
+
+
+@rule("node-group-capacity", reads=(*TYPE_READS, "training.gpusPerNode", "training.nodes",
+                                    "training.launcher", "cluster.workerCount"))
+def node_group_capacity(spec: EksSpec) -> Iterable[Violation]:
+    """The node group holds every trainer pod: training.nodes at most cluster.workerCount times
+    the pods one node holds (by GPUs, by CPU and memory requests against what a node leaves
+    trainer pods, by EFA adapters, by the pods its kubelet admits), or the pods beyond stay
+    Pending while the rest wait for them. Unset, workerCount is the fewest nodes that hold
+    them (paddle) or training.nodes (paddle-v1); the seed launcher's one pod a node is rule
+    worker-capacity's."""
+    node, t, workers = worker_node(spec.cluster), spec.training, spec.cluster.worker_count
+    if node is None or workers is None or t.launcher == "seed":
+        return
+    fit = pods_per_node(spec, node)
+    if fit and t.nodes > workers * fit:  # none fits: rule instance-capacity says why
+        held = workers * fit
+        yield ("cluster", "workerCount"), (
+            f"the node group, {count(workers, 'node')} of {node.kind} with room for "
+            f"{count(fit, 'trainer pod')} each, holds {held} of the {t.nodes} pods of "
+            f"training.nodes: {t.nodes - held} would stay Pending; raise workerCount to "
+            f"{-(-t.nodes // fit)}, or lower training.nodes to {held}")
+
+
+@rule("idle-gpus", severity="warning", reads=("cluster.workerInstanceType", "cluster.efa",
+                                              "training.framework", "training.gpusPerNode"))
+def idle_gpus(spec: EksSpec) -> Iterable[Violation]:
+    """The trainer pods use every GPU of the nodes they are billed for: on a GPU type,
+    training.gpusPerNode 0 (CPU, the default) leaves them all idle, and a count that does not
+    divide the type's leaves the rest idle."""
+    node, gpus = worker_node(spec.cluster), trainer_gpus(spec)
+    if node is None or not node.gpus or spec.training.framework != "paddle" or gpus > node.gpus:
+        return
+    idle = node.gpus - node.pods_by_gpus(gpus) * gpus if gpus else node.gpus
+    if not gpus:
+        yield ("training", "gpusPerNode"), (
+            f"{node.kind} has {count(node.gpus, 'GPU')}, which CPU trainers (gpusPerNode 0) "
+            f"leave idle while each node is billed for them; set gpusPerNode to "
+            f"{node.gpus}, or choose a type without GPUs")
+    elif idle:
+        divisors = [n for n in range(1, node.gpus + 1) if node.gpus % n == 0]
+        yield ("training", "gpusPerNode"), (
+            f"{node.kind} has {count(node.gpus, 'GPU')}: pods of {gpus} leave "
+            f"{count(idle, 'GPU')} of each node idle, and billed; use "
+            f"{', '.join(map(str, divisors[:-1]))} or {divisors[-1]}")
 
 
 @dataclass(frozen=True)
@@ -328,32 +550,37 @@ class EksPlan:
         return workload.launcher_of(self.training)
 
 
-# NCCL over EFA (aws-ofi-nccl in the image): libfabric's EFA provider, and GPUDirect RDMA on the
-# types whose EFA reads GPU memory directly.
+# NCCL over EFA (aws-ofi-nccl in the image): libfabric's EFA provider, GPUDirect RDMA on the
+# types whose EFA reads GPU memory directly, and NCCL's INFO log, whose lines tell whether it took
+# EFA or fell back to TCP (the runbook quotes them).
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 RDMA_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
 
 
-def efa_wiring(cluster: EksCluster) -> tuple[tuple[tuple[str, str], ...],
-                                             tuple[tuple[str, str], ...]]:
-    """Each pod's EFA devices (all the node's: one pod per node) and NCCL's environment."""
-    facts = instance_types().get(cluster.worker_instance_type)
-    if not cluster.efa or not facts or not facts["efaInterfaces"]:
+def efa_wiring(cluster: EksCluster, node: capacity.Node | None, gpus_per_node: int
+               ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """Each pod's EFA devices (its equal share of the node's, among the pods that share it) and
+    NCCL's environment."""
+    adapters = node.efa_per_pod(gpus_per_node) if node and node.efa_adapters else 0
+    if not adapters:  # with cluster.efa, rules instance-type and instance-capacity say why
         return (), ()
     env = [("FI_PROVIDER", "efa")]
     if cluster.worker_instance_type.split(".")[0] in RDMA_FAMILIES:
         env.append(("FI_EFA_USE_DEVICE_RDMA", "1"))
-    return ((EFA_RESOURCE, str(facts["efaInterfaces"])),), tuple(env)
+    env.append(("NCCL_DEBUG", "INFO"))
+    return ((EFA_RESOURCE, str(adapters)),), tuple(env)
 
 
 def derive(spec: EksSpec) -> EksPlan:
     namespace, tgt = spec.metadata.namespace, target(spec)
-    cluster = spec.cluster.model_copy(
-        update={"worker_count": spec.cluster.worker_count or spec.training.nodes})
+    node = worker_node(spec.cluster)
+    cluster = spec.cluster.model_copy(update={"worker_count": worker_count(spec, node)})
     storage = spec.storage
     volume = EfsCsiVolume(f"{namespace}-{storage.claim_name}", storage.claim_name,
                           storage.capacity, storage.request, storage.efs.file_system_id)
-    data, training = workload.derive_training(spec, volume, tgt.kube, efa_wiring(spec.cluster))
+    data, training = workload.derive_training(
+        spec, volume, tgt.kube, efa_wiring(spec.cluster, node, trainer_gpus(spec)),
+        CLUSTER_DOMAIN, sized_resources(spec, node))
     return EksPlan(meta_of(spec, tgt, training.image), cluster, f"{cluster.name}-efs",
                    f"{cluster.name}-eksctl", volume, data, training)
 
@@ -527,7 +754,7 @@ def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
         "eksctl_releases": EKSCTL_RELEASES, "operator_release": TRAINING_OPERATOR,
         "operator_manifests": OPERATOR_MANIFESTS, "managed_policies": MANAGED_POLICIES,
         "owner_tag": efs.OWNER_TAG, "owner_of_file_system": OWNER_OF_FILE_SYSTEM,
-        "log_group": log_group, "base_image": PADDLE_BASE_IMAGE, "ecr": ecr_repository(plan),
+        "log_group": log_group, "image": training_image(plan), "ecr": ecr_repository(plan),
         "trainers": rb.run_trainers(plan.meta, plan.data, plan.training, manifest_paths[-1]),
         "logs": workload.pod_log_dir(plan.training), "failures": failures,
         "data_mount": SEED_DATA_MOUNT, "before_you_start": before_you_start(plan)})
@@ -535,7 +762,23 @@ def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
 
 ECR_IMAGE = re.compile(r"(?P<registry>(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)"
                        r"\.amazonaws\.com)/(?P<repository>[^:@]+)")
-PADDLE_BASE_IMAGE = "paddlepaddle/paddle:3.3.1"  # PaddlePaddle 3.3's CPU image on Docker Hub
+# PaddlePaddle 3.3.1's images on Docker Hub, the release whose launcher compiler/collective.py
+# drives: its CPU build, and its GPU build for CUDA 12.9 (tag as PaddlePaddle names its 3.3 GPU
+# images, PaddlePaddle/PaddleFormers README.md: 3.3.0-gpu-cuda12.9-cudnn9.9). CUDA 12.9 because
+# EKS's AL2023 NVIDIA AMI runs driver 580 (awslabs/amazon-eks-ami CHANGELOG.md, v20260714:
+# kmod-nvidia-latest-dkms 580.159.03; templates/al2023/variables-default.json: 580), which runs
+# it natively; 12.9 builds for Blackwell (p6-b200), and CUDA 13.0 drops Volta (p3's V100).
+PADDLE_CPU_IMAGE = "paddlepaddle/paddle:3.3.1"
+PADDLE_GPU_IMAGE = "paddlepaddle/paddle:3.3.1-gpu-cuda12.9-cudnn9.9"
+# AWS's EFA installer, which brings libfabric and aws-ofi-nccl, NCCL's only way to EFA, into the
+# image as docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-installer-containers.html does:
+# --skip-kmod (the node's kernel has the driver), --skip-limit-conf (no ulimits in a container),
+# --no-verify (no lspci). 1.50.0 (EFA release notes, 2026-08-21): libfabric 2.6.0amzn1.0,
+# aws-ofi-nccl 1.21.1, whose log lines the runbook quotes (aws/aws-ofi-nccl v1.21.1).
+EFA_INSTALLER = "aws-efa-installer-1.50.0.tar.gz"
+EFA_INSTALLERS = "https://efa-installer.amazonaws.com"
+# The key AWS signs the installer with (efa-start.html, "Verify the GPG key's fingerprint").
+EFA_INSTALLER_KEY = "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
 ECR_PUSH_ACTIONS = ("BatchCheckLayerAvailability", "BatchGetImage", "CompleteLayerUpload",
                     "CreateRepository", "DeleteRepository", "DescribeImages",
                     "DescribeRepositories", "InitiateLayerUpload", "PutImage", "UploadLayerPart")
@@ -549,6 +792,85 @@ def ecr_repository(plan: EksPlan) -> re.Match[str] | None:
     if match and match["account"] == c.account_id and match["region"] == c.region:
         return match
     return None
+
+
+@dataclass(frozen=True)
+class TrainingImage:
+    """How the runbook makes the training image and proves it before the run pays for nodes."""
+
+    dockerfile: str
+    checks: str  # shell lines run right after the build, where it was built (no GPU needed)
+    node_check: str  # shell lines running the CUDA check on a node; "" for a CPU run
+    efa: bool  # the image carries AWS's EFA software, and NCCL logs which network it took
+
+
+def training_image(plan: EksPlan) -> TrainingImage | None:
+    """A PaddlePaddle 3 run's image; None for v1's, which is the tutorial's own."""
+    training = plan.training
+    if not isinstance(training, CollectiveTraining):
+        return None
+    node_check = rb.cuda_check_on_node(plan.meta, training) if training.gpus_per_node else ""
+    return TrainingImage(training_dockerfile(training), image_checks(training), node_check,
+                         uses_efa(training))
+
+
+def uses_efa(training: CollectiveTraining) -> bool:
+    return any(name == EFA_RESOURCE for name, _ in training.device_limits)
+
+
+def base_image(training: CollectiveTraining) -> str:
+    """The GPU build for a GPU run: the CPU build has no CUDA, and its launcher trains on the
+    CPU over gloo, the GPUs held and idle."""
+    return PADDLE_GPU_IMAGE if training.gpus_per_node else PADDLE_CPU_IMAGE
+
+
+def efa_install() -> list[str]:
+    """Dockerfile lines installing AWS's EFA software, the tarball checked against AWS's key
+    first. The base image's packages are not upgraded (AWS's guide does): its CUDA stays."""
+    url, tarball = EFA_INSTALLERS, EFA_INSTALLER
+    return [
+        "# NCCL reaches EFA only through libfabric and aws-ofi-nccl, which Paddle's image lacks:",
+        "# AWS's EFA installer brings both, its tarball checked against AWS's signing key first",
+        "ARG DEBIAN_FRONTEND=noninteractive",
+        "RUN apt-get update \\",
+        " && apt-get install -y --no-install-recommends ca-certificates curl gnupg \\",
+        " && mkdir /tmp/efa && cd /tmp/efa \\",
+        f" && curl -fsSLO {url}/aws-efa-installer.key \\",
+        f" && curl -fsSLO {url}/{tarball} \\",
+        f" && curl -fsSLO {url}/{tarball}.sig \\",
+        " && gpg --import aws-efa-installer.key \\",
+        f" && gpg --status-fd 1 --verify {tarball}.sig {tarball} \\",
+        f"    | grep -q 'VALIDSIG .*{EFA_INSTALLER_KEY}' \\",
+        f" && tar -xf {tarball} && cd aws-efa-installer \\",
+        " && ./efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify \\",
+        " && cd / && rm -rf /tmp/efa /var/lib/apt/lists/*",
+    ]
+
+
+def training_dockerfile(training: CollectiveTraining) -> str:
+    """The image's Dockerfile: the base, the EFA software where the pods get EFA, the code.
+    Comments stand on lines of their own: Docker takes `#` for one only at a line's start."""
+    code_dir = training.script.rsplit("/", 1)[0] or "/"
+    lines = [f"FROM {base_image(training)}",
+             *(efa_install() if uses_efa(training) else []),
+             f"COPY . {code_dir}"]
+    return "".join(f"{line}\n" for line in lines)
+
+
+CUDA_BUILD_CHECK = "import paddle; assert paddle.is_compiled_with_cuda()"
+
+
+def image_checks(training: CollectiveTraining) -> str:
+    """What `docker run` proves of the built image where it was built: the script is where the
+    pods run it, a GPU run's Paddle is a CUDA build (is_compiled_with_cuda needs no GPU), and
+    with EFA the loader finds aws-ofi-nccl (libnccl-net.so, the plugin NCCL loads by default)."""
+    run = f"docker run --rm {q(training.image)}"
+    checks = [f"{run} test -f {q(training.script)}"]
+    if training.gpus_per_node:
+        checks.append(f"{run} python -c {q(CUDA_BUILD_CHECK)}")
+    if uses_efa(training):
+        checks.append(f"{run} sh -c {q('ldconfig -p | grep -qF libnccl-net.so')}")
+    return "".join(f"{check}\n" for check in checks)
 
 
 def before_you_start(plan: EksPlan) -> str:
@@ -565,7 +887,7 @@ def before_you_start(plan: EksPlan) -> str:
              "`$ADMIN_PROFILE` for the two IAM blocks",
              cost.vcpu_quota(c.region, {c.worker_instance_type: nodes})]
     if isinstance(plan.training, CollectiveTraining):
-        needs.append("docker, to build and push the training image")
+        needs.append("docker, to build, check and push the training image (no GPU needed)")
     if plan.launcher == "kubeflow":
         needs.append("git, with which kubectl fetches the training operator's manifests")
     needs.append("a shell in the directory of this file (`cd out/`): the blocks read `$PWD`")
@@ -601,7 +923,10 @@ PROFILE = Profile(
     rules=(framework_fields, v1_only(port_range), v1_only(gradient_servers),
            either(worker_capacity), eks_version, eks_support,
            either(launcher_release(target, target_reads=TARGET_READS)),
-           workload.kubeflow_names, instance_capacity,
+           workload.kubeflow_names, workload.indexed_names, workload.jobset_names,
+           workload.trainjob_names, workload.restarts, workload.grace_period,
+           workload.legacy_operator, instance_type,
+           unknown_instance_type, instance_capacity, node_group_capacity, idle_gpus,
            either(release_fields(target, JOBS, target_reads=TARGET_READS)),
            either(resource_limits(JOBS)), either(job_names), v1_only(split_count),
            aws_region, zones_in_region, storage_request, efs_file_system,

@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from paddlegen.compiler import collective
-from paddlegen.compiler.collective import CollectiveLauncher, CollectiveTraining
+from paddlegen.compiler.collective import GANG_LAUNCHERS, CollectiveLauncher, CollectiveTraining
 from paddlegen.compiler.explain import common_facts, pserver_explanation
 from paddlegen.compiler.kube_objects import (
     Object,
@@ -37,13 +37,13 @@ from paddlegen.compiler.plan import (
     resources_of,
 )
 from paddlegen.compiler.profile import Explanation
-from paddlegen.compiler.rules import Rule, Violation, dataset_image_tag, rule
+from paddlegen.compiler.rules import Rule, Violation, dataset_image_tag, quantity, rule
 from paddlegen.compiler.targets import KubeRelease
+from paddlegen.profiles.aws.capacity import MIB, allowance_words
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
     ClusterTraining,
     DatasetSettings,
-    Launcher,
     Metadata,
     Resources,
     SpecModel,
@@ -65,9 +65,47 @@ V1_DEFAULTS: dict[str, object] = {
     "jobPath": "/home/jobpath"}
 V1_FIELDS = ("port", "ports_num", "ports_num_for_sparse", "gradient_servers", "trainer_count",
              "nic", "config_dir", "job_path")
-PADDLE_FIELDS = ("script", "args", "gpus_per_node", "master_port")
+PADDLE_FIELDS = ("script", "args", "gpus_per_node", "master_port", "restarts",
+                 "grace_period_seconds", "queue")
+# The launchers of paddle-v1 (the tutorials'), and those only PaddlePaddle 3 runs: JobSet, and
+# Kubeflow Trainer v2's TrainJob on it, restart the whole gang from its newest checkpoint.
+V1_LAUNCHERS = ("seed", "indexed", "kubeflow")
+WorkloadLauncher = Literal["seed", "indexed", "kubeflow", "jobset", "trainjob"]
+# A whole-gang restart after a failure: transient ones (a NCCL timeout, a GPU's Xid, a node
+# lost) are common on GPU fleets, and each restart costs one start-up plus the steps since the
+# newest checkpoint; a script that fails for good fails the run after this many.
+RESTARTS = 3
+# SIGTERM to SIGKILL: PaddlePaddle 3.3.1's launcher passes SIGTERM to its trainers at once, waits
+# 30 s for them, then kills them and exits (launch/controllers/controller.py, launch/job/
+# container.py, launch/utils/process_context.py): measured 31-32 s. Below LAUNCHER_STOP_SECONDS
+# the kubelet's SIGKILL can cut a checkpoint the script is saving.
+GRACE_PERIOD_SECONDS = 120  # a spot instance's notice
+LAUNCHER_STOP_SECONDS = 35
 V1_DATA_IMAGE = "paddlepaddle/paddle-tutorial:k8s_data"
 MASTER_PORT = 36543  # the training operator's default for a PaddleJob's master port
+# A paddle-v1 trainer pod's resources where the spec gives none: the tutorial stacks'
+# (kube-aws.yaml, kube-up.yaml), a pserver and a trainer of trainerCount threads.
+V1_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "6Gi"}}
+# /dev/shm of every trainer: a memory-backed emptyDir, whose pages count against the pod's memory
+# limit. DataLoader workers hand batches over through it and NCCL its intra-node buffers; the
+# runtime's 64 MB is too little for either. A quarter of the memory limit (Linux's own /dev/shm
+# takes half of RAM), at most 64Gi: more is a leak, not a need. Without a memory limit, 1Gi: the
+# --shm-size NVIDIA gives its containers.
+SHM_SHARE = 4
+SHM_MAX_MIB = 64 * 1024
+SHM_WITHOUT_LIMIT = "1Gi"
+
+
+RESOURCES_DESCRIPTION = (
+    "CPU and memory of each trainer pod, used as given. Unset on eks with framework paddle, "
+    "sized to the instance type: requests = limits (Guaranteed QoS), each pod an equal share of "
+    "what a node leaves trainer pods, shared by one pod a node on CPU and by the type's GPUs // "
+    "gpusPerNode on GPUs. What a node leaves them is the EKS AMI kubelet's allocatable less "
+    f"{allowance_words()}. With paddle-v1 on eks, the tutorial's: 1 CPU and 2Gi requested, at "
+    "most 2 and 6Gi. The kubernetes profile sets those as its default instead: it knows nothing "
+    "of the cluster's nodes. Every trainer's /dev/shm is memory-backed, counted against the "
+    f"memory limit, and holds at most 1/{SHM_SHARE} of it (DataLoader workers and NCCL use it), "
+    f"{SHM_MAX_MIB // 1024}Gi at most; {SHM_WITHOUT_LIMIT} without a memory limit.")
 
 
 class WorkloadTraining(SpecModel):
@@ -99,11 +137,15 @@ class WorkloadTraining(SpecModel):
     nodes: Annotated[
         int, Field(ge=1, le=1000, description="Trainer pods; parallelism = completions = nodes.")
     ]
-    launcher: Launcher = Field(description=(
-        "How the trainers find each other: indexed (an Indexed Job and a headless Service: "
-        "ranks are completion indexes, peers stable DNS names), kubeflow (Kubeflow's "
-        "PaddleJob) or, with paddle-v1, seed (the image's own start script)."))
-    resources: Resources = Field(description="CPU and memory of each trainer pod.")
+    launcher: WorkloadLauncher = Field(description=(
+        "How the trainers are run and find each other: indexed (an Indexed Job and a headless "
+        "Service: ranks are completion indexes, peers stable DNS names; no controller needed; "
+        "the first lost pod fails the run), jobset (paddle: a JobSet, JobSet v0.12.0: the same "
+        "pods, and a failure restarts the whole job from its newest checkpoint), trainjob "
+        "(paddle: Kubeflow Trainer v2.3.0's TrainJob and the TrainingRuntime paddlegen writes "
+        "for it, on JobSet), kubeflow (Kubeflow's legacy PaddleJob, training operator v1) or, "
+        "with paddle-v1, seed (the image's own start script)."))
+    resources: Resources | None = Field(default=None, description=RESOURCES_DESCRIPTION)
     active_deadline_seconds: Annotated[int, deadline("the training run")]
     ttl_seconds_after_finished: Annotated[int | None, ttl("the training Job")] = None
     script: Annotated[str | None, text(p.ABSOLUTE_PATH, (
@@ -115,6 +157,21 @@ class WorkloadTraining(SpecModel):
         "default: CPU, one process, over gloo."))] = None
     master_port: Annotated[int | None, Field(ge=1, le=65535, description=(
         "paddle: the rendezvous port of the launcher on pod 0 (default 36543)."))] = None
+    restarts: Annotated[int | None, Field(ge=0, le=100, description=(
+        "paddle, with jobset or trainjob: how many times a failure restarts the whole job, "
+        f"each time from its newest checkpoint (default {RESTARTS}); then the run fails. A "
+        "disruption (an eviction, a node drain, a spot reclaim) restarts it without "
+        "counting."))] = None
+    grace_period_seconds: Annotated[int | None, Field(ge=0, le=86400, description=(
+        "paddle: from SIGTERM to SIGKILL, the time a trainer has to save a checkpoint "
+        f"(terminationGracePeriodSeconds; default {GRACE_PERIOD_SECONDS}, a spot instance's "
+        "notice). PaddlePaddle's launcher kills its trainers 30 s after SIGTERM whatever this "
+        f"says, so a save must finish within that; below {LAUNCHER_STOP_SECONDS} s the "
+        "kubelet may kill the launcher first."))] = None
+    queue: Annotated[str | None, text(p.DNS_LABEL, (
+        "paddle: the Kueue LocalQueue that admits the run, all of its pods or none (the label "
+        "kueue.x-k8s.io/queue-name on the JobSet, TrainJob or Job). On eks paddlegen also "
+        "writes the queue and its quota for the node group."))] = None
     port: Annotated[int | None, Field(ge=1, le=65535, description=(
         "paddle-v1: first pserver port (--port); default 7164."))] = None
     ports_num: Annotated[int | None, Field(ge=1, le=100, description=(
@@ -162,8 +219,20 @@ class WithWorkload(Protocol):
 def v1_training(training: WorkloadTraining) -> ClusterTraining:
     """The parameter-server settings of a paddle-v1 spec, the tutorial's values filled in."""
     given = training.model_dump(by_alias=True, exclude_none=True,
-                                exclude={"framework", *PADDLE_FIELDS})
-    return ClusterTraining.model_validate({**V1_DEFAULTS, **given})
+                                exclude={"framework", "resources", *PADDLE_FIELDS})
+    if training.launcher not in V1_LAUNCHERS:
+        given["launcher"] = "indexed"  # the rule framework-fields reports it
+    return ClusterTraining.model_validate(
+        {**V1_DEFAULTS, **given,
+         "resources": v1_resources(training).model_dump(by_alias=True, exclude_none=True)})
+
+
+def v1_resources(training: WorkloadTraining) -> Resources:
+    """A paddle-v1 trainer pod's resources: the spec's, over the tutorial's."""
+    given = (training.resources.model_dump(by_alias=True, exclude_none=True)
+             if training.resources else {})
+    return Resources.model_validate({kind: {**values, **given.get(kind, {})}
+                                     for kind, values in V1_RESOURCES.items()})
 
 
 def v1_dataset(dataset: WorkloadDataset) -> DatasetSettings:
@@ -236,9 +305,10 @@ FRAMEWORK_FIELDS = {"paddle": V1_FIELDS, "paddle-v1": PADDLE_FIELDS}
 def framework_fields(spec: WithWorkload) -> Iterable[Violation]:
     """training's fields belong to its framework: port, portsNum, portsNumForSparse,
     gradientServers, trainerCount, nic, configDir and jobPath only to paddle-v1 (PaddlePaddle
-    v1's parameter server); script, args, gpusPerNode and masterPort only to paddle
-    (PaddlePaddle 3); paddle needs an image and a script, and runs with the indexed or
-    kubeflow launcher."""
+    v1's parameter server); script, args, gpusPerNode, masterPort, restarts,
+    gracePeriodSeconds and queue only to paddle (PaddlePaddle 3); paddle needs an image and a
+    script, and runs with the indexed, jobset, trainjob or kubeflow launcher; jobset and
+    trainjob run only paddle."""
     t = spec.training
     other = "paddle-v1" if t.framework == "paddle" else "paddle"
     for name in FRAMEWORK_FIELDS[t.framework]:
@@ -248,51 +318,150 @@ def framework_fields(spec: WithWorkload) -> Iterable[Violation]:
                 f"a field of framework {other}, not of {t.framework}; remove it, or set "
                 f"training.framework: {other}")
     if t.framework != "paddle":
+        if t.launcher not in V1_LAUNCHERS:
+            yield ("training", "launcher"), (
+                f"the {t.launcher} launcher runs PaddlePaddle 3 (framework paddle); paddle-v1 "
+                "runs with seed, indexed or kubeflow")
         return
     for name in ("image", "script"):
         if getattr(t, name) is None:
             yield ("training", name), "framework paddle needs it"
     if t.launcher == "seed":
         yield ("training", "launcher"), ("the seed launcher runs the tutorial image's start "
-                                         "script, for paddle-v1; use indexed or kubeflow")
+                                         "script, for paddle-v1; use jobset, indexed, "
+                                         "trainjob or kubeflow")
 
 
-# The training operator names worker i's pod and Service <job>-worker-<i>: a DNS-1035 label.
-KUBEFLOW_NAME_LIMIT = 63
+# The names the launchers give: the training operator names worker i's pod and Service
+# <job>-worker-<i>; the Job controller names pod i's host <job>-<i> in the Service <job>. Service
+# names are DNS-1035 labels (a letter first), host names DNS-1123 labels: at most 63 characters.
+DNS_LABEL_LIMIT = 63
 
 
-@rule("kubeflow-names", reads=("training.launcher", "training.nodes", "metadata.name"))
-def kubeflow_names(spec: WithWorkload) -> Iterable[Violation]:
+def launcher_names(launcher: str, last_pod: Callable[[str, int], str], doc: str
+                   ) -> Rule[WithWorkload]:
+    """The rule that the job's name makes valid names for `launcher`'s Service and pods."""
+    def check(spec: WithWorkload) -> Iterable[Violation]:
+        if spec.training.launcher != launcher:
+            return
+        name = spec.metadata.name
+        last = last_pod(name, spec.training.nodes - 1)
+        if not name[0].isalpha():
+            yield ("metadata", "name"), (
+                f"the {launcher} launcher names a Service after the job, and a Service's name "
+                "starts with a letter (a DNS-1035 label)")
+        elif len(last) > DNS_LABEL_LIMIT:
+            yield ("metadata", "name"), (
+                f"the last pod's name would be {last} ({len(last)} characters, at most "
+                f"{DNS_LABEL_LIMIT}); shorten the name to "
+                f"{len(name) - len(last) + DNS_LABEL_LIMIT} characters")
+    check.__doc__ = doc
+    return Rule(f"{launcher}-names", check, "error",
+                ("training.launcher", "training.nodes", "metadata.name"))
+
+
+kubeflow_names = launcher_names(
+    "kubeflow", lambda name, last: f"{name}-worker-{last}",
     """With the kubeflow launcher, the job's name is one the training operator takes: it starts
     with a letter, and <name>-worker-<nodes-1> (a pod's and its Service's name) has at most 63
-    characters."""
-    if spec.training.launcher != "kubeflow":
-        return
-    name = spec.metadata.name
-    last = f"{name}-worker-{spec.training.nodes - 1}"
-    if not name[0].isalpha():
-        yield ("metadata", "name"), ("the training operator takes only a name that starts with "
-                                     "a letter (a DNS-1035 label)")
-    elif len(last) > KUBEFLOW_NAME_LIMIT:
-        yield ("metadata", "name"), (
-            f"the last worker would be {last} ({len(last)} characters, at most "
-            f"{KUBEFLOW_NAME_LIMIT}); shorten the name to "
-            f"{len(name) - len(last) + KUBEFLOW_NAME_LIMIT} characters")
+    characters.""")
+indexed_names = launcher_names(
+    "indexed", lambda name, last: f"{name}-{last}",
+    """With the indexed launcher, the job's name makes its headless Service and the pods' host
+    names: it starts with a letter (a Service's name is a DNS-1035 label), and <name>-<nodes-1>
+    (the last pod's host name) has at most 63 characters.""")
+# JobSet's webhook (v0.12.0, pkg/webhooks/jobset_webhook.go) refuses a pod name
+# <jobset>-<replicated job>-<job index>-<completion index>-<5-character suffix> over 63.
+jobset_names = launcher_names(
+    "jobset", lambda name, last: f"{name}-trainer-0-{last}-xxxxx",
+    """With the jobset launcher, the job's name makes the JobSet's Service and its pods' names:
+    it starts with a letter, and <name>-trainer-0-<nodes-1>-<5-character suffix> (the last
+    pod's name, which JobSet's webhook checks) has at most 63 characters.""")
+trainjob_names = launcher_names(
+    "trainjob", lambda name, last: f"{name}-node-0-{last}-xxxxx",
+    """With the trainjob launcher, the job's name makes the JobSet's Service and its pods'
+    names: it starts with a letter, and <name>-node-0-<nodes-1>-<5-character suffix> (the last
+    pod's name, which JobSet's webhook checks) has at most 63 characters.""")
+
+
+@rule("restarts", reads=("training.framework", "training.launcher", "training.restarts"))
+def restarts(spec: WithWorkload) -> Iterable[Violation]:
+    """training.restarts is set only with a launcher that restarts the whole job (jobset or
+    trainjob): an Indexed Job cannot take a replacement for a lost rank, and the training
+    operator's PaddleJob recreates one pod, whose peers never regroup."""
+    t = spec.training
+    if t.framework == "paddle" and t.restarts is not None and t.launcher not in GANG_LAUNCHERS:
+        yield ("training", "restarts"), (
+            f"the {t.launcher} launcher cannot restart the whole job; use launcher: jobset "
+            "(or trainjob), or remove restarts")
+
+
+@rule("grace-period", severity="warning",
+      reads=("training.framework", "training.gracePeriodSeconds"))
+def grace_period(spec: WithWorkload) -> Iterable[Violation]:
+    """training.gracePeriodSeconds leaves PaddlePaddle's launcher the time it takes to stop
+    (it kills its trainers 30 s after SIGTERM and exits about 2 s later): at least 35 s, or
+    the kubelet's SIGKILL may cut a checkpoint being saved."""
+    t = spec.training
+    if t.framework == "paddle" and t.grace_period_seconds is not None \
+            and t.grace_period_seconds < LAUNCHER_STOP_SECONDS:
+        yield ("training", "gracePeriodSeconds"), (
+            f"{t.grace_period_seconds} s is less than PaddlePaddle's launcher takes to stop its "
+            f"trainers after SIGTERM (about 32 s); a checkpoint saved on SIGTERM may be cut "
+            f"off. Give it at least {LAUNCHER_STOP_SECONDS}")
+
+
+@rule("legacy-operator", severity="warning",
+      reads=("training.framework", "training.launcher", "training.queue"))
+def legacy_operator(spec: WithWorkload) -> Iterable[Violation]:
+    """The kubeflow launcher is Kubeflow's legacy training operator (v1, in maintenance; Trainer
+    v2 replaces it, and has no PaddleJob): jobset or trainjob restart the whole job from its
+    checkpoints, where a PaddleJob recreates a lost pod whose peers never regroup. With a
+    queue, Kueue's PaddleJob integration is deprecated, to be removed in Kueue v0.20. (With
+    paddle-v1, whose launchers restart nothing, there is no word.)"""
+    t = spec.training
+    if t.launcher != "kubeflow" or t.framework != "paddle":
+        return  # paddle-v1's kubeflow launcher is the tutorial's, and has no other
+    if t.queue is not None:
+        yield ("training", "queue"), (
+            "Kueue deprecated its PaddleJob integration (to be removed in v0.20) and does not "
+            "enable it by default; use launcher: jobset or trainjob with a queue")
+    yield ("training", "launcher"), (
+        "the kubeflow launcher runs on Kubeflow's legacy training operator (v1, in "
+        "maintenance); jobset or trainjob restart the whole job from its newest checkpoint")
 
 
 def collective_training(spec: WithWorkload, claim_name: str,
                         device_limits: tuple[tuple[str, str], ...] = (),
-                        device_env: tuple[tuple[str, str], ...] = ()) -> CollectiveTraining:
+                        device_env: tuple[tuple[str, str], ...] = (),
+                        cluster_domain: str | None = None,
+                        sized: Resources | None = None) -> CollectiveTraining:
     """PaddlePaddle 3's run of a paddle spec, its pods mounting `claim_name`; the platform's
-    devices for a fabric (limits and environment), if any."""
+    devices for a fabric (limits and environment), if any, its cluster domain if known, and the
+    pods' resources sized to the node where the spec gives none."""
     t = spec.training
     assert t.image is not None and t.script is not None  # rule framework-fields
-    launcher: CollectiveLauncher = "kubeflow" if t.launcher == "kubeflow" else "indexed"
+    launcher: CollectiveLauncher = "indexed" if t.launcher == "seed" else t.launcher
+    resources = resources_of(t.resources or sized or Resources())
     return CollectiveTraining(
-        spec.metadata.name, t.image, t.script, tuple(t.args or ()), t.nodes,
-        t.gpus_per_node or 0, launcher, t.master_port or MASTER_PORT, claim_name,
-        t.active_deadline_seconds, resources_of(t.resources), t.ttl_seconds_after_finished,
-        device_limits, device_env)
+        spec.metadata.name, spec.metadata.namespace, t.image, t.script, tuple(t.args or ()),
+        t.nodes, t.gpus_per_node or 0, launcher, t.master_port or MASTER_PORT, claim_name,
+        t.active_deadline_seconds, resources, t.ttl_seconds_after_finished,
+        device_limits, device_env, cluster_domain, shm_size=shm_size(resources),
+        restarts=RESTARTS if t.restarts is None else t.restarts,
+        grace_period_seconds=(GRACE_PERIOD_SECONDS if t.grace_period_seconds is None
+                              else t.grace_period_seconds),
+        queue=t.queue)
+
+
+
+def shm_size(resources: dict[str, dict[str, str]]) -> str:
+    """The sizeLimit of a trainer's /dev/shm, by its memory limit."""
+    limit = resources.get("limits", {}).get("memory")
+    if limit is None:
+        return SHM_WITHOUT_LIMIT
+    mib = max(1, min(int(quantity(limit) / MIB / SHM_SHARE), SHM_MAX_MIB))
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
 def collective_data(spec: WithWorkload, data_mount: str) -> DataJob | None:
@@ -308,13 +477,15 @@ def collective_data(spec: WithWorkload, data_mount: str) -> DataJob | None:
 
 def derive_training(spec: WithWorkload, volume: SharedVolume, kube: KubeRelease,
                     devices: tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
-                    = ((), ())) -> tuple[DataJob | None, PserverTraining | CollectiveTraining]:
-    """The data Job (if any) and the training of either framework, on the shared volume."""
+                    = ((), ()), cluster_domain: str | None = None, sized: Resources | None = None
+                    ) -> tuple[DataJob | None, PserverTraining | CollectiveTraining]:
+    """The data Job (if any) and the training of either framework, on the shared volume; a
+    paddle run's trainers get `sized` where the spec gives no resources."""
     if spec.training.framework == "paddle-v1":
         v1 = spec.as_v1
         return claim_jobs(spec.metadata.name, volume.claim, v1.dataset, v1.training, kube)
     return (collective_data(spec, volume.claim.data_mount),
-            collective_training(spec, volume.claim.claim_name, *devices))
+            collective_training(spec, volume.claim.claim_name, *devices, cluster_domain, sized))
 
 
 def pod_log_dir(training: PserverTraining | CollectiveTraining) -> str:

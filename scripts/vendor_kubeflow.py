@@ -17,31 +17,24 @@ it would write, and exits 1 if not. Needs ruamel.yaml, and jsonschema to check w
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
 import sys
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
 from vendoring import (
-    LIST_OF_SUBSCHEMAS,
-    ONE_SUBSCHEMA,
-    SCHEMA,
-    Keywords,
+    CrdKind,
     Pin,
     Schema,
     VendorError,
     check_pin,
     checked,
     compact,
-    map_schemas,
+    crd_kind_schema,
+    load_crd,
     out_of_date,
     report,
 )
-
-OUTPUT = SCHEMA / "kubeflow" / "paddlejob-kubeflow-v1.json"
 
 CRD_PIN = Pin("kubeflow/training-operator v1.9.4, manifests/base/crds/kubeflow.org_paddlejobs.yaml",
               "084d0d3e427f309c9b9e91322f6f02786648ccc0b8eadedc3d5ece46ef5a55ce")
@@ -50,86 +43,18 @@ CRD_NAME = "paddlejobs.kubeflow.org"
 GROUP = "kubeflow.org"
 VERSION = "v1"
 KIND = "PaddleJob"
-DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
-# The keywords of the CRD's schema. Anything else stops the script, so that no keyword is left
-# unexamined.
-KEYWORDS = Keywords(
-    one=ONE_SUBSCHEMA,
-    listed=LIST_OF_SUBSCHEMAS,
-    named=frozenset({"properties"}),
-    plain=frozenset({"type", "description", "required", "format", "default", "enum", "pattern",
-                     "maxLength", "minLength", "maximum", "minimum", "exclusiveMaximum",
-                     "exclusiveMinimum", "maxItems", "minItems", "uniqueItems", "maxProperties",
-                     "minProperties", "multipleOf", "nullable", "title", "example"}),
-    annotation_prefix="x-kubernetes-",
-)
-# Dropped everywhere (never a property's name): an annotation no validator reads, and most of the
-# bytes (about three quarters of them).
-DROPPED = frozenset({"description"})
+PADDLEJOB = CrdKind(CRD_PIN, "kubeflow.org_paddlejobs.yaml", CRD_NAME, GROUP, VERSION, KIND,
+                    directory="kubeflow", script="scripts/vendor_kubeflow.py")
+OUTPUT = PADDLEJOB.output  # schema/kubeflow/paddlejob-kubeflow-v1.json
 
-
-def load_crd(path: Path) -> Any:
-    yaml = YAML(typ="safe", pure=True)
-    documents = [d for d in yaml.load_all(path.read_text(encoding="utf-8")) if d is not None]
-    if len(documents) != 1:
-        raise VendorError(f"expected one YAML document, found {len(documents)}")
-    return documents[0]
-
-
-def version_schema(crd: Any) -> Schema:
-    """The openAPIV3Schema of version v1, checked to be the PaddleJob CRD."""
-    if crd.get("kind") != "CustomResourceDefinition" or crd.get("metadata", {}).get(
-            "name") != CRD_NAME:
-        raise VendorError(f"not the CustomResourceDefinition {CRD_NAME}")
-    spec = crd["spec"]
-    if spec.get("group") != GROUP or spec.get("names", {}).get("kind") != KIND:
-        raise VendorError(f"the CRD is not of {GROUP} {KIND}")
-    versions = [v for v in spec.get("versions", []) if v.get("name") == VERSION]
-    if len(versions) != 1:
-        raise VendorError(f"the CRD has no single version {VERSION}")
-    return copy.deepcopy(versions[0]["schema"]["openAPIV3Schema"])
-
-
-def strict(schema: Schema, where: str) -> Schema:
-    """One schema made strict, its subschemas being strict already: `additionalProperties:
-    false` if it lists `properties` and has neither `additionalProperties` nor
-    `x-kubernetes-preserve-unknown-fields: true`; no description. Everything else is kept, the
-    `x-kubernetes-*` keywords as annotations."""
-    if schema.get("nullable") is True:
-        # OpenAPI's `nullable` means nothing to a JSON Schema validator: stop rather than refuse
-        # null where the API server takes it. (The v1.9.4 CRD has none.)
-        raise VendorError(f"{where}: nullable: true, which this script does not translate")
-    out = {keyword: value for keyword, value in schema.items() if keyword not in DROPPED}
-    if ("properties" in out and "additionalProperties" not in out
-            and out.get("x-kubernetes-preserve-unknown-fields") is not True):
-        out["additionalProperties"] = False
-    return out
-
-
-def make_strict(schema: Schema) -> Schema:
-    """A copy of the schema with each of its subschemas, and itself, made strict."""
-    made = map_schemas(schema, strict, KEYWORDS)
-    if not isinstance(made, dict):
-        raise VendorError("#: a schema that is not an object")
-    return made
+# The walk over the CRD's keywords (which stops on any it does not know), what is made strict and
+# how, are scripts/vendoring.py's, shared with scripts/vendor_crds.py.
 
 
 def build(crd: Any, crd_sha256: str) -> Schema:
-    schema = make_strict(version_schema(crd))
-    properties = schema.setdefault("properties", {})
-    # The CRD types apiVersion and kind as plain strings; pin them to this kind unless it
-    # already constrains them.
-    for name, value in (("apiVersion", f"{GROUP}/{VERSION}"), ("kind", KIND)):
-        prop = properties.setdefault(name, {"type": "string"})
-        if not {"const", "enum", "pattern"} & prop.keys():
-            prop["const"] = value
-    schema["$schema"] = DRAFT_2020_12
-    schema["$comment"] = (f"{GROUP}/{VERSION} {KIND}: the openAPIV3Schema of version {VERSION} "
-                          f"of the CRD {CRD_NAME} (sha256 {crd_sha256}), made strict by "
-                          "scripts/vendor_kubeflow.py; see schema/kubeflow/ORIGIN.md. "
-                          "Do not edit by hand.")
-    return schema
+    """The strict schema of version v1 of the PaddleJob CRD."""
+    return crd_kind_schema(crd, PADDLEJOB, crd_sha256)
 
 
 def main(argv: list[str] | None = None) -> int:

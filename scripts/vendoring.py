@@ -1,13 +1,16 @@
 """What the vendoring scripts beside this file share (maintainer tools, kept out of the package):
 the pin check of a source file, the walk over a schema's subschemas, the definitions a root
-reaches, the compact JSON they write, and the comparison behind their --check mode.
+reaches, a CRD's version made into a strict schema, the compact JSON they write, and the
+comparison behind their --check mode.
 
 scripts/vendor_kubernetes.py writes schema/kubernetes/, scripts/vendor_kubeflow.py
-schema/kubeflow/; each directory's ORIGIN.md says where its files come from.
+schema/kubeflow/, scripts/vendor_crds.py schema/jobset/, schema/trainer/ and schema/kueue/; each
+directory's ORIGIN.md says where its files come from.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parent.parent
 # paddlegen.schema's directory, which holds the vendored data.
@@ -63,7 +67,9 @@ class Keywords:
     named: frozenset[str]  # name -> subschema; the names are no schemas (a field may be called
     # description)
     plain: frozenset[str]  # no subschema
-    annotation_prefix: str  # keywords with this prefix hold none either: "x-", "x-kubernetes-"
+    # Keywords with this prefix hold none either: "x-", "x-kubernetes-"; "": no such prefix, every
+    # keyword is in one of the sets above.
+    annotation_prefix: str
 
 
 # JSON Schema's applicators that the vendored sources use.
@@ -91,11 +97,16 @@ def map_schemas(schema: Any, change: Callable[[Schema, str], Schema], keywords: 
         elif keyword in keywords.named:
             value = {name: map_schemas(item, change, keywords, f"{at}/{name}")
                      for name, item in value.items()}
-        elif keyword not in keywords.plain and not keyword.startswith(keywords.annotation_prefix):
+        elif keyword not in keywords.plain and not _is_annotation(keyword, keywords):
             raise VendorError(f"{where}: unknown keyword {keyword!r}: say in the script whether "
                               "it holds subschemas")
         mapped[keyword] = value
     return change(mapped, where)
+
+
+def _is_annotation(keyword: str, keywords: Keywords) -> bool:
+    prefix = keywords.annotation_prefix
+    return bool(prefix) and keyword.startswith(prefix)
 
 
 def without(*dropped: str) -> Callable[[Schema, str], Schema]:
@@ -139,6 +150,143 @@ def reached(definitions: Schema, names: Iterable[str], prefix: str) -> set[str]:
         seen.add(name)
         pending.extend(refs(definitions[name], prefix))
     return seen
+
+
+# --- a custom resource's schema, from its CRD --------------------------------------------------
+
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+# The keywords of a CRD's openAPIV3Schema (apiextensions.k8s.io/v1 JSONSchemaProps) that the
+# vendored CRDs use, each looked at. Anything else stops the script, Kubernetes' own extensions
+# included: x-kubernetes-embedded-resource, for one, would need apiVersion, kind and metadata
+# checked as an object's.
+CRD_KEYWORDS = Keywords(
+    one=ONE_SUBSCHEMA,
+    listed=LIST_OF_SUBSCHEMAS,
+    named=frozenset({"properties"}),
+    plain=frozenset({
+        "type", "description", "required", "format", "default", "enum", "pattern", "maxLength",
+        "minLength", "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "maxItems",
+        "minItems", "uniqueItems", "maxProperties", "minProperties", "multipleOf", "title",
+        "example",
+        # OpenAPI's, not JSON Schema's: `nullable: true` stops the script (strict_crd_schema).
+        "nullable",
+        # Kubernetes' extensions, annotations to a JSON Schema validator. What the API server
+        # makes of them, and so what the vendored schema does not check, is in each ORIGIN.md:
+        # anyOf [integer, string] stands beside int-or-string (controller-gen writes both); the
+        # list and map types concern uniqueness in lists and server-side apply; the validations
+        # are CEL rules (kept, for tests to evaluate); preserve-unknown-fields keeps an object
+        # open (strict_crd_schema).
+        "x-kubernetes-int-or-string", "x-kubernetes-list-type", "x-kubernetes-list-map-keys",
+        "x-kubernetes-map-type", "x-kubernetes-validations",
+        "x-kubernetes-preserve-unknown-fields"}),
+    annotation_prefix="",
+)
+# Dropped everywhere (never a property's name): an annotation no validator reads, and most of a
+# CRD's bytes (three quarters to nine tenths of them).
+CRD_DROPPED = frozenset({"description"})
+
+
+@dataclass(frozen=True)
+class CrdKind:
+    """One kind's CRD file in a release, the version of it vendored, and where its schema goes."""
+
+    pin: Pin
+    file_name: str  # the CRD file's name in the release: <group>_<plural>.yaml
+    crd_name: str  # the CRD's metadata.name: <plural>.<group>
+    group: str
+    version: str
+    kind: str
+    directory: str  # under schema/, with the ORIGIN.md that says where the file comes from
+    script: str  # the script that writes it, from the repository's root
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def output(self) -> Path:
+        """The schema's file: `<kind lowercase>-<first label of the group>-<version>.json`, the
+        name compiler/kube_schema.py looks for."""
+        return (SCHEMA / self.directory
+                / f"{self.kind.lower()}-{self.group.split('.')[0]}-{self.version}.json")
+
+
+def load_crd(path: Path) -> Any:
+    """The one YAML document of a CRD file."""
+    yaml = YAML(typ="safe", pure=True)
+    documents = [d for d in yaml.load_all(path.read_text(encoding="utf-8")) if d is not None]
+    if len(documents) != 1:
+        raise VendorError(f"expected one YAML document, found {len(documents)}")
+    return documents[0]
+
+
+def crd_version_schema(crd: Any, kind: CrdKind) -> Schema:
+    """A copy of the openAPIV3Schema of the kind's version, checked to be the kind's CRD and a
+    version the API server serves."""
+    if crd.get("kind") != "CustomResourceDefinition" or crd.get("metadata", {}).get(
+            "name") != kind.crd_name:
+        raise VendorError(f"not the CustomResourceDefinition {kind.crd_name}")
+    spec = crd["spec"]
+    if spec.get("group") != kind.group or spec.get("names", {}).get("kind") != kind.kind:
+        raise VendorError(f"the CRD is not of {kind.group} {kind.kind}")
+    versions = [v for v in spec.get("versions", []) if v.get("name") == kind.version]
+    if len(versions) != 1:
+        raise VendorError(f"the CRD has no single version {kind.version}")
+    if versions[0].get("served") is False:
+        raise VendorError(f"the CRD's version {kind.version} is not served")
+    return copy.deepcopy(versions[0]["schema"]["openAPIV3Schema"])
+
+
+# The object's own metadata: the API server checks it as ObjectMeta, whatever the CRD says (it
+# says `type: object`). Embedded metadata (a template's) lists its fields and is strict.
+OBJECT_METADATA = "#/properties/metadata"
+
+
+def strict_crd_schema(schema: Schema, where: str) -> Schema:
+    """One schema made strict, its subschemas being strict already: `additionalProperties:
+    false` if it has neither `additionalProperties` nor `x-kubernetes-preserve-unknown-fields:
+    true` and lists `properties` or is `type: object` (an empty struct, such as Trainer's
+    `mlPolicy.jax`: the API server prunes whatever is put in it, and refuses it under strict
+    field validation, kubectl's default), the object's own metadata excepted; no description.
+    Everything else is kept, the `x-kubernetes-*` keywords as annotations."""
+    if schema.get("nullable") is True:
+        # OpenAPI's `nullable` means nothing to a JSON Schema validator: stop rather than refuse
+        # null where the API server takes it. (No vendored CRD has one.)
+        raise VendorError(f"{where}: nullable: true, which this script does not translate")
+    out = {keyword: value for keyword, value in schema.items() if keyword not in CRD_DROPPED}
+    is_object = "properties" in out or (out.get("type") == "object" and where != OBJECT_METADATA)
+    if (is_object and "additionalProperties" not in out
+            and out.get("x-kubernetes-preserve-unknown-fields") is not True):
+        out["additionalProperties"] = False
+    return out
+
+
+def make_strict(schema: Schema) -> Schema:
+    """A copy of a CRD's schema with each of its subschemas, and itself, made strict."""
+    made = map_schemas(schema, strict_crd_schema, CRD_KEYWORDS)
+    if not isinstance(made, dict):
+        raise VendorError("#: a schema that is not an object")
+    return made
+
+
+def crd_kind_schema(crd: Any, kind: CrdKind, crd_sha256: str) -> Schema:
+    """The strict JSON Schema of the kind, from its CRD (whose sha256 the `$comment` names)."""
+    schema = make_strict(crd_version_schema(crd, kind))
+    properties = schema.setdefault("properties", {})
+    # The CRD types apiVersion and kind as plain strings; pin them to this kind unless it
+    # already constrains them.
+    for name, value in (("apiVersion", kind.api_version), ("kind", kind.kind)):
+        prop = properties.setdefault(name, {"type": "string"})
+        if not {"const", "enum", "pattern"} & prop.keys():
+            prop["const"] = value
+    schema["$schema"] = DRAFT_2020_12
+    schema["$comment"] = (f"{kind.api_version} {kind.kind}: the openAPIV3Schema of version "
+                          f"{kind.version} of the CRD {kind.crd_name} (sha256 {crd_sha256}), made "
+                          f"strict by {kind.script}; see schema/{kind.directory}/ORIGIN.md. "
+                          "Do not edit by hand.")
+    return schema
 
 
 # --- output ---------------------------------------------------------------------------------

@@ -6,14 +6,29 @@ Input: the job's objects as loaded from YAML (ConfigMaps, Services, and one work
 Job with `completionMode: Indexed`, or a kubeflow.org/v1 PaddleJob). `run_pods` then:
 
 - plays the workload's controller: the pods it creates, with their names, hostnames, labels,
-  annotations, and the env vars the controller appends to every container;
-- plays cluster DNS: every pod gets its own /etc/hosts with the kubelet's own-name line and the
-  names headless Services give (selector match, `hostname`/`subdomain` records, search-path short
-  forms), and a resolv.conf whose nameserver is a loopback address where nothing answers, so
-  names the simulated cluster does not know fail at once and no query leaves the machine;
-- plays the kubelet: env from `value`/`valueFrom`/`envFrom` with `$(VAR)` expansion, `command`
-  and `args` expanded against it, volumes (configMap, emptyDir, persistentVolumeClaim) mounted
-  at their `mountPath`s, the container's `workingDir`;
+  annotations, and the env vars the controller appends to every container; for a Job, its
+  backoffLimit: once more pods have failed than it allows, the Job fails and its running pods
+  are deleted (pkg/controller/job/job_controller.go, `exceedsBackoffLimit := jobCtx.failed >
+  *job.Spec.BackoffLimit`), here killed at once;
+- plays cluster DNS (see serve_cluster_dns): a DNS server on the nameserver address every pod's
+  resolv.conf names, in the pods' network namespace, that answers as CoreDNS's kubernetes plugin
+  answers for headless Services: A records for `<service>.<ns>.svc.<domain>` (every pod
+  selected) and `<hostname>.<service>.<ns>.svc.<domain>` (a selected pod whose spec.hostname is
+  set and whose subdomain is the Service); NXDOMAIN for any other name, as CoreDNS answers a pod
+  record that the Service's EndpointSlice does not list yet (plugin/kubernetes/kubernetes.go,
+  findServices); NOERROR with no answer (NODATA) for another type of a known name, such as
+  AAAA. Short names resolve as in a real pod, through the resolver's search path
+  (`<ns>.svc.<domain> svc.<domain> <domain>`, ndots:5). `run_pods(dns_delay=...)` is how long
+  the EndpointSlice takes to list the pods, which can be seconds (kubernetes/kubernetes#117819,
+  #127259): until then every name is NXDOMAIN. Names outside the cluster are NXDOMAIN too: no
+  query leaves the machine;
+- plays the kubelet: /etc/hosts as it writes it (pkg/kubelet/kubelet_pods.go,
+  managedHostsFileContent: the localhost lines and the pod's own
+  `<hostname>.<subdomain>.<ns>.svc.<domain>  <hostname>`, or its hostname alone without a
+  subdomain; no other pod's name), /etc/hostname and resolv.conf; env from
+  `value`/`valueFrom`/`envFrom` with `$(VAR)` expansion, `command` and `args` expanded against
+  it, volumes (configMap, emptyDir, persistentVolumeClaim) mounted at their `mountPath`s, the
+  container's `workingDir`;
 - plays the container runtime: each pod is `unshare --mount --uts --pid --fork --mount-proc`,
   with its own hostname and a loopback address as pod IP (pod k gets 127.0.<k+1>.1), in the
   run's own network namespace (see start_network). Its root is an overlay of this machine's
@@ -21,16 +36,21 @@ Job with `completionMode: Indexed`, or a kubeflow.org/v1 PaddleJob). `run_pods` 
   namespace: the container's writes, and mount points that do not exist
   on the host (/workspace, /opt/paddlegen/launcher, ...), go to that tmpfs and vanish with the
   pod, so nothing on the host changes outside the caller's work directory. The caller's image
-  filesystem mapping is bind-mounted read-only over it. The container process is the pod's
-  PID 1, so killing it kills every process of the pod, including ones in their own sessions.
+  filesystem mapping is bind-mounted read-only over it. The image's /etc/nsswitch.conf is this
+  machine's if it looks up hosts in `files` then `dns` (as Debian-based images do), else such a
+  one is mounted. The container process is the pod's PID 1, so killing it kills every process
+  of the pod, including ones in their own sessions.
 
 The pods of a run share one network namespace with only lo in it (a pod IP is an address on that
 lo, not a stack of its own): runs, and the host's own listeners, never see each other's ports,
 and no pod can send a packet off this machine.
 
 Not simulated: ClusterIP Services and service-link env vars (KUBERNETES_SERVICE_HOST, ...),
-Secrets, restarts (restartPolicy, backoffLimit), more than one container per pod (init containers
-are run, in order), securityContext, resource enforcement, probes.
+Secrets, restarts (restartPolicy; a Job's failed pod is not replaced, and a PaddleJob's
+runPolicy is not read), more than one container per pod (init containers are run, in order),
+securityContext, resource enforcement, probes; of DNS: TCP, PTR records, the `<ip-with-dashes>`
+names of pods without a hostname, SRV records, pods leaving the EndpointSlice, one pod's record
+appearing before another's.
 """
 
 from __future__ import annotations
@@ -45,9 +65,11 @@ import json
 import math
 import os
 import re
+import selectors
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -63,7 +85,11 @@ Obj = dict[str, Any]  # a Kubernetes object, or a part of one, as loaded from YA
 CLUSTER_DOMAIN = "cluster.local"
 NODE_NAME = "podsim-node"
 NODE_IP = "127.0.0.1"  # status.hostIP: the node is this machine
-DEAD_NAMESERVER = "127.0.0.1"  # nothing serves DNS there: unknown names fail at once, locally
+# The cluster DNS Service's ClusterIP is the tenth address of the service range (kubeadm
+# 10.96.0.10, EKS 10.100.0.10 or 172.20.0.10); here, an address on the run's own lo.
+CLUSTER_DNS_IP = "127.0.0.10"
+DNS_TTL = 5  # seconds: CoreDNS's kubernetes plugin's default `ttl`
+DEFAULT_BACKOFF_LIMIT = 6  # a Job's spec.backoffLimit when unset
 JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 HOST_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"  # all unshare's own environment holds
 KILL_GRACE = 30.0  # seconds for a killed pod's processes to be gone before unshare is killed
@@ -119,13 +145,14 @@ class Cluster:
     pods: list[Pod]
     services: list[Obj]
     config_maps: dict[tuple[str, str], Obj]
+    failures_allowed: int | None = None  # a Job's backoffLimit; None: pod failures end nothing
 
 
 @dataclass(frozen=True)
 class PodResult:
     name: str
     ip: str
-    exit_code: int | None  # None: still running at the timeout, and killed
+    exit_code: int | None  # None: still running when the run ended (timeout, failed Job): killed
     log: str  # the pod's stdout and stderr
     pid_namespace: str | None  # e.g. "pid:[4026532179]", to check that nothing of it is left
 
@@ -312,8 +339,10 @@ def simulate_controllers(objects: Sequence[Obj]) -> Cluster:
     if len(jobs) + len(paddlejobs) != 1:
         raise ValueError("podsim runs exactly one workload: a batch/v1 Job or a PaddleJob")
     services = [o for o in objects if o.get("kind") == "Service"]
+    failures_allowed = None
     if jobs:
         pods = indexed_job_pods(jobs[0])
+        failures_allowed = int(jobs[0]["spec"].get("backoffLimit", DEFAULT_BACKOFF_LIMIT))
     else:
         pods = paddlejob_pods(paddlejobs[0])
         services += paddlejob_services(paddlejobs[0])
@@ -321,7 +350,8 @@ def simulate_controllers(objects: Sequence[Obj]) -> Cluster:
         pod.ip = pod_ip(ordinal)
     config_maps = {(namespace_of(o), name_of(o)): o
                    for o in objects if o.get("kind") == "ConfigMap"}
-    return Cluster(pods=pods, services=services, config_maps=config_maps)
+    return Cluster(pods=pods, services=services, config_maps=config_maps,
+                   failures_allowed=failures_allowed)
 
 
 # -- Cluster DNS ---------------------------------------------------------------------------------
@@ -348,33 +378,180 @@ def dns_records(cluster: Cluster) -> list[tuple[str, str, str]]:
     return records
 
 
-def hosts_file(pod: Pod, records: Sequence[tuple[str, str, str]]) -> str:
-    """The pod's /etc/hosts: what the kubelet writes, then the cluster's DNS records under every
-    name this pod's resolver would find them by (its search path is `<ns>.svc.<domain>`,
-    `svc.<domain>`, `<domain>`)."""
+def cluster_dns_zone(cluster: Cluster) -> dict[str, list[str]]:
+    """The names the cluster DNS answers, fully qualified and in lower case, with their A
+    records. Only these: a short name is found through the pod's search path."""
+    zone: dict[str, list[str]] = {}
+    for ip, name, namespace in dns_records(cluster):
+        zone.setdefault(f"{name}.{namespace}.svc.{CLUSTER_DOMAIN}".lower(), []).append(ip)
+    return zone
+
+
+QTYPE_A, QTYPE_AAAA, QCLASS_IN = 1, 28, 1
+RCODE_NOERROR, RCODE_FORMERR, RCODE_NXDOMAIN, RCODE_NOTIMP = 0, 1, 3, 4
+FLAG_RESPONSE, FLAG_AUTHORITATIVE, FLAG_RECURSION_DESIRED = 0x8000, 0x0400, 0x0100
+OPCODE_MASK = 0x7800
+DNS_HEADER = struct.Struct("!HHHHHH")  # id, flags, qdcount, ancount, nscount, arcount
+
+
+@dataclass(frozen=True)
+class DnsQuestion:
+    """A query's one question (RFC 1035, 4.1.2)."""
+
+    query_id: int
+    flags: int
+    name: str  # in lower case, without the root's trailing dot
+    qtype: int
+    qclass: int
+    wire: bytes  # the question section as sent, which the response repeats
+
+
+def dns_question(packet: bytes) -> DnsQuestion | None:
+    """The question of a query with exactly one, or None for anything else (a response, a
+    truncated packet, a compressed or overlong name)."""
+    if len(packet) < DNS_HEADER.size:
+        return None
+    query_id, flags, questions, *_ = DNS_HEADER.unpack_from(packet)
+    if flags & FLAG_RESPONSE or questions != 1:
+        return None
+    labels, offset = [], DNS_HEADER.size
+    while offset < len(packet) and packet[offset]:
+        length = packet[offset]
+        if length > 63 or offset + 1 + length > len(packet):
+            return None  # a compression pointer (0xC0...) never starts a question's name
+        labels.append(packet[offset + 1:offset + 1 + length])
+        offset += 1 + length
+    if offset + 5 > len(packet):
+        return None
+    qtype, qclass = struct.unpack_from("!HH", packet, offset + 1)
+    name = b".".join(labels).decode("ascii", errors="replace").lower()
+    return DnsQuestion(query_id, flags, name, qtype, qclass,
+                       packet[DNS_HEADER.size:offset + 5])
+
+
+def dns_answer(question: DnsQuestion, zone: Mapping[str, Sequence[str]]) -> tuple[int, list[str]]:
+    """(rcode, A records) as CoreDNS answers: NXDOMAIN for a name it does not know, the A
+    records for an A query of one it knows, and NODATA (NOERROR, no record) for any other type
+    of a known name: a headless Service whose pods have IPv4 addresses only has no AAAA."""
+    if question.name not in zone:
+        return RCODE_NXDOMAIN, []
+    if question.qtype == QTYPE_A and question.qclass == QCLASS_IN:
+        return RCODE_NOERROR, list(zone[question.name])
+    return RCODE_NOERROR, []
+
+
+def dns_response(packet: bytes, zone: Mapping[str, Sequence[str]]) -> bytes | None:
+    """The response to one query packet, or None when there is nothing to answer (a response,
+    or too short to carry an id)."""
+    if len(packet) < DNS_HEADER.size:
+        return None
+    query_id, query_flags, *_ = DNS_HEADER.unpack_from(packet)
+    if query_flags & FLAG_RESPONSE:
+        return None
+    question = dns_question(packet)
+    # authoritative for the cluster's zone, recursion not available: what dig shows of CoreDNS
+    flags = (FLAG_RESPONSE | FLAG_AUTHORITATIVE
+             | query_flags & (OPCODE_MASK | FLAG_RECURSION_DESIRED))
+    if question is None:
+        return DNS_HEADER.pack(query_id, flags | RCODE_FORMERR, 0, 0, 0, 0)
+    if query_flags & OPCODE_MASK:  # only standard queries (opcode 0)
+        return DNS_HEADER.pack(query_id, flags | RCODE_NOTIMP, 0, 0, 0, 0)
+    rcode, addresses = dns_answer(question, zone)
+    records = b"".join(
+        # the name as a pointer to the question's (offset 12), type A, class IN, TTL, 4 bytes
+        struct.pack("!HHHIH", 0xC000 | DNS_HEADER.size, QTYPE_A, QCLASS_IN, DNS_TTL, 4)
+        + socket.inet_aton(address) for address in addresses)
+    header = DNS_HEADER.pack(query_id, flags | rcode, 1, len(addresses), 0, 0)
+    return header + question.wire + records
+
+
+def dns_log_line(seconds: float, packet: bytes, response: bytes | None) -> str:
+    """One query as the server's log shows it, four words: seconds since it was ready, the
+    question's type and name (`- -` if unreadable), the answer's rcode (`-`: none sent)."""
+    question = dns_question(packet)
+    types = {QTYPE_A: "A", QTYPE_AAAA: "AAAA", 12: "PTR", 33: "SRV"}
+    asked = f"{types.get(question.qtype, question.qtype)} {question.name}" if question else "- -"
+    rcode = DNS_HEADER.unpack_from(response)[1] & 0xF if response else None
+    names = {RCODE_NOERROR: "NOERROR", RCODE_FORMERR: "FORMERR", RCODE_NXDOMAIN: "NXDOMAIN",
+             RCODE_NOTIMP: "NOTIMP", None: "-"}
+    return f"{seconds:.3f} {asked} {names.get(rcode, rcode)}"
+
+
+def serve_cluster_dns(config_file: str) -> int:
+    """The cluster DNS server, run in the pods' network namespace (see start_cluster_dns).
+
+    It binds the nameserver address, then says `ready` on stdout; from then on, for `delay`
+    seconds, it answers every query as if the zone were empty (the EndpointSlice does not list
+    the pods yet), then from the zone. It logs each query on stderr and exits when its stdin
+    closes: the run is over."""
+    config = json.loads(Path(config_file).read_text())
+    zone: dict[str, list[str]] = config["zone"]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server, \
+            selectors.DefaultSelector() as selector:
+        server.bind((config["address"], 53))
+        ready = time.monotonic()
+        print("ready", flush=True)
+        selector.register(server, selectors.EVENT_READ)
+        selector.register(sys.stdin.fileno(), selectors.EVENT_READ)
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is not server:
+                    if not os.read(sys.stdin.fileno(), 4096):
+                        return 0
+                    continue
+                packet, client = server.recvfrom(4096)
+                seconds = time.monotonic() - ready
+                response = dns_response(packet, zone if seconds >= config["delay"] else {})
+                if response:
+                    server.sendto(response, client)
+                print(dns_log_line(seconds, packet, response), file=sys.stderr, flush=True)
+
+
+def hosts_file(pod: Pod) -> str:
+    """The pod's /etc/hosts as the kubelet writes it (managedHostsFileContent): localhost, and
+    the pod's own name; every other name is the cluster DNS's."""
     own = pod.hostname
     if pod.subdomain:
         own = f"{pod.hostname}.{pod.subdomain}.{pod.namespace}.svc.{CLUSTER_DOMAIN}\t{pod.hostname}"
-    lines = [
-        "# Kubernetes-managed hosts file (podsim).",
+    return "".join(f"{line}\n" for line in (
+        "# Kubernetes-managed hosts file.",
         "127.0.0.1\tlocalhost",
         "::1\tlocalhost ip6-localhost ip6-loopback",
+        "fe00::0\tip6-localnet",
+        "fe00::0\tip6-mcastprefix",
+        "fe00::1\tip6-allnodes",
+        "fe00::2\tip6-allrouters",
         f"{pod.ip}\t{own}",
-        "# Cluster DNS (podsim): the records of headless Services, under their search-path names.",
-    ]
-    for ip, label, namespace in records:
-        names = [f"{label}.{namespace}.svc.{CLUSTER_DOMAIN}", f"{label}.{namespace}.svc",
-                 f"{label}.{namespace}"]
-        if namespace == pod.namespace:
-            names.append(label)
-        lines.append(f"{ip}\t{' '.join(names)}")
-    return "\n".join(lines) + "\n"
+    ))
 
 
 def resolv_conf(pod: Pod) -> str:
+    """The kubelet's resolv.conf for dnsPolicy ClusterFirst (search path, nameserver, ndots:5),
+    with podsim's own timeout and attempts: should its DNS server be gone, a lookup fails in a
+    second, not in glibc's 5 s times 2 attempts."""
     domain = CLUSTER_DOMAIN
     return (f"search {pod.namespace}.svc.{domain} svc.{domain} {domain}\n"
-            f"nameserver {DEAD_NAMESERVER}\noptions ndots:5 timeout:1 attempts:1\n")
+            f"nameserver {CLUSTER_DNS_IP}\noptions ndots:5 timeout:1 attempts:1\n")
+
+
+def hosts_sources(nsswitch: str) -> list[str]:
+    """The sources of the `hosts:` database in an nsswitch.conf, in order, without actions."""
+    for line in nsswitch.splitlines():
+        words = line.split("#", 1)[0].split()
+        if words and words[0] == "hosts:":
+            return [w for w in words[1:] if not w.startswith("[")]
+    return []
+
+
+def image_nsswitch_conf(host_nsswitch: str) -> str | None:
+    """None when this machine's nsswitch.conf, which the pods' image root shows, looks up hosts
+    as a Debian-based image does (`files dns`); else the one to mount instead. Another source
+    would change what a pod resolves (myhostname answers the pod's own hostname with loopback
+    addresses; mdns4_minimal [NOTFOUND=return] ends a `.local` lookup before dns)."""
+    if hosts_sources(host_nsswitch) == ["files", "dns"]:
+        return None
+    others = [line for line in host_nsswitch.splitlines() if line.split()[:1] != ["hosts:"]]
+    return "\n".join([*others, "hosts:          files dns"]) + "\n"
 
 
 # -- The kubelet: env ----------------------------------------------------------------------------
@@ -641,7 +818,8 @@ def container_plan(container: Obj, pod: Pod, cluster: Cluster, *, pod_dir: Path,
     image = [{"source": str(host), "target": target, "read_only": True}
              for target, host in {**interpreter, **image_fs}.items()]
     etc = [{"source": str(pod_dir / name), "target": f"/etc/{name}", "read_only": False}
-           for name in ("hosts", "hostname", "resolv.conf")]
+           for name in ("hosts", "hostname", "resolv.conf", "nsswitch.conf")
+           if (pod_dir / name).exists()]
     rootfs = pod_dir / f"rootfs-{container['name']}"
     rootfs.mkdir()
     return {
@@ -659,9 +837,13 @@ def pod_plan(pod: Pod, cluster: Cluster, *, workdir: Path, image_fs: Mapping[str
     """Writes the pod's files (hosts, resolv.conf, volumes, plan) and returns the plan's path."""
     pod_dir = workdir / "pods" / pod.name
     pod_dir.mkdir(parents=True)
-    (pod_dir / "hosts").write_text(hosts_file(pod, dns_records(cluster)))
+    (pod_dir / "hosts").write_text(hosts_file(pod))
     (pod_dir / "hostname").write_text(pod.hostname + "\n")
     (pod_dir / "resolv.conf").write_text(resolv_conf(pod))
+    host_nsswitch = Path("/etc/nsswitch.conf")  # glibc's default without one puts dns first
+    nsswitch = image_nsswitch_conf(host_nsswitch.read_text() if host_nsswitch.exists() else "")
+    if nsswitch is not None:
+        (pod_dir / "nsswitch.conf").write_text(nsswitch)
     volumes = prepare_volumes(pod, cluster, pod_dir, workdir / "claims")
     containers = pod.spec.get("containers", [])
     if len(containers) != 1:
@@ -709,6 +891,40 @@ def start_network() -> subprocess.Popen[bytes]:
     return holder
 
 
+def start_cluster_dns(network: subprocess.Popen[bytes], cluster: Cluster, *, delay: float,
+                      dns_dir: Path) -> subprocess.Popen[bytes]:
+    """The cluster DNS server (serve_cluster_dns) in the network namespace, once it says it is
+    ready: bound to its address, its delay counted from then, just before the pods start. Its
+    log is `dns_dir`/log."""
+    dns_dir.mkdir(parents=True)
+    config = dns_dir / "config.json"
+    config.write_text(json.dumps({"address": CLUSTER_DNS_IP, "delay": delay,
+                                  "zone": cluster_dns_zone(cluster)}, indent=1))
+    argv = [host_tool("nsenter"), f"--net=/proc/{network.pid}/ns/net",
+            sys.executable, "-I", str(Path(__file__).resolve()), "--dns", str(config)]
+    with (dns_dir / "log").open("wb") as log:
+        server = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=log, env={"PATH": HOST_PATH},
+                                  preexec_fn=_die_with_parent)
+    assert server.stdout is not None
+    if server.stdout.readline() != b"ready\n":
+        stop_cluster_dns(server)
+        raise OSError(f"the cluster DNS did not start: {(dns_dir / 'log').read_text()}")
+    return server
+
+
+def stop_cluster_dns(server: subprocess.Popen[bytes]) -> None:
+    """Close its stdin, which ends it; kill it only if it has not ended after KILL_GRACE."""
+    for pipe in (server.stdin, server.stdout):
+        if pipe is not None:
+            pipe.close()
+    try:
+        server.wait(timeout=KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def start_pod(pod_dir: Path, network: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
     argv = [host_tool("nsenter"), f"--net=/proc/{network.pid}/ns/net",
             host_tool("unshare"), "--mount", "--uts", "--pid", "--fork", "--mount-proc",
@@ -739,29 +955,56 @@ def kill_pod(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def wait_until(proc: subprocess.Popen[bytes], deadline: float) -> int | None:
-    try:
-        return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        return None
+def job_failed(codes: Sequence[int | None], failures_allowed: int | None) -> bool:
+    """Whether more pods have failed than the Job's backoffLimit allows."""
+    failures = sum(1 for code in codes if code not in (None, 0))
+    return failures_allowed is not None and failures > failures_allowed
+
+
+def wait_for_pods(procs: Sequence[subprocess.Popen[bytes]], deadline: float,
+                  failures_allowed: int | None) -> list[int | None]:
+    """Each pod's exit code once all have exited, the deadline has passed, or the Job has
+    failed; None for a pod still running then. Woken by the pods' exits (pidfds), not polled."""
+    with selectors.DefaultSelector() as selector:
+        for proc in procs:
+            selector.register(os.pidfd_open(proc.pid), selectors.EVENT_READ, proc)
+        try:
+            while selector.get_map() and not job_failed([p.returncode for p in procs],
+                                                         failures_allowed):
+                exited = selector.select(max(0.0, deadline - time.monotonic()))
+                if not exited:
+                    break
+                for key, _ in exited:
+                    key.data.wait()
+                    selector.unregister(key.fileobj)
+                    os.close(key.fd)
+        finally:
+            for key in list(selector.get_map().values()):
+                os.close(key.fd)
+    return [proc.returncode for proc in procs]
 
 
 def run_pods(objects: Sequence[Obj], *, image_fs: Mapping[str, Path], python: Path,
-             timeout: float, workdir: Path) -> list[PodResult]:
-    """Run every pod of the job concurrently until all exit or `timeout` seconds pass; pods
-    still running then are killed. `workdir` (empty or missing) receives the pods' files and
-    the claims' directories (see claim_dir)."""
+             timeout: float, workdir: Path, dns_delay: float = 0.0) -> list[PodResult]:
+    """Run every pod of the job concurrently until all exit, `timeout` seconds pass, or the
+    Job fails (its backoffLimit); pods still running then are killed. For the first
+    `dns_delay` seconds the cluster DNS knows no name. `workdir` (empty or missing) receives
+    the pods' files, the cluster DNS's (`cluster-dns/log`: every query and its answer) and the
+    claims' directories (see claim_dir)."""
     cluster = simulate_controllers(objects)
     pod_dirs = [pod_plan(pod, cluster, workdir=workdir, image_fs=image_fs, python=python)
                 for pod in cluster.pods]
     network = start_network()
     try:
-        procs = [start_pod(pod_dir, network) for pod_dir in pod_dirs]
-        deadline = time.monotonic() + timeout
-        codes = [wait_until(proc, deadline) for proc in procs]
-        for proc, code in zip(procs, codes, strict=True):
-            if code is None:
-                kill_pod(proc)
+        dns = start_cluster_dns(network, cluster, delay=dns_delay, dns_dir=workdir / "cluster-dns")
+        try:
+            procs = [start_pod(pod_dir, network) for pod_dir in pod_dirs]
+            codes = wait_for_pods(procs, time.monotonic() + timeout, cluster.failures_allowed)
+            for proc, code in zip(procs, codes, strict=True):
+                if code is None:
+                    kill_pod(proc)
+        finally:
+            stop_cluster_dns(dns)
     finally:
         network.kill()
         network.wait()
@@ -903,6 +1146,8 @@ def pod_main(plan_file: str) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--dns":
+        sys.exit(serve_cluster_dns(sys.argv[2]))
     sys.exit(pod_main(sys.argv[1]))
 
 

@@ -190,7 +190,7 @@ def test_the_success_path_never_imports_jsonschema() -> None:
 
 def test_current_releases_use_their_vendored_files_then_kubernetes_validate() -> None:
     vendored, bundled, *crds = sources("1.35")
-    assert [crd.directory.name for crd in crds] == ["kubeflow"]
+    assert [crd.directory.name for crd in crds] == ["kubeflow", "jobset", "trainer", "kueue"]
     assert str(vendored.directory).endswith("kubernetes/v1.35") and not vendored.shared_definitions
     assert bundled.shared_definitions
     assert vendored.origin == bundled.origin == "the Kubernetes 1.35 API (kubernetes-validate)"

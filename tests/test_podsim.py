@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import struct
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,11 @@ report = {
     "cwd": os.getcwd(),
     "env": dict(e.decode().split("=", 1) for e in environ if e),
     "resolved": {name: resolve(name) for name in names},
+    # AF_UNSPEC: glibc asks for AAAA too, and must take the cluster DNS's NODATA for none
+    "addresses": sorted({info[4][0] for info in socket.getaddrinfo("probe", 80)}),
+    "hosts": Path("/etc/hosts").read_text(),
+    "nsswitch": [line.split()[1:] for line in Path("/etc/nsswitch.conf").read_text().splitlines()
+                 if line.startswith("hosts:")],
     "files": {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in sorted(mounted.iterdir())},
     "sub_path": Path("/usr/local/bin/podsim-greeting").read_text(),
     "from_init": Path("/scratch/from-init").read_text(),
@@ -155,6 +161,10 @@ def test_pods_are_wired_as_their_manifest_says(tmp_path: Path, pods_can_run: Non
             "probe.default.svc.cluster.local": "127.0.1.1",
             "probe-0.probe.default.svc.cluster.local": "127.0.1.1", "nowhere.invalid": None,
         }
+        assert report["addresses"] == ["127.0.1.1", "127.0.2.1"]
+        assert report["nsswitch"] == [["files", "dns"]]  # the kubelet's hosts file first
+        assert report["hosts"] == podsim.hosts_file(podsim.simulate_controllers(
+            probe_objects()).pods[index])  # the kubelet's lines, nothing of the other pod
         assert report["env"] == {
             "PATH": f"{PYTHON.parent}:/usr/bin:/bin", "HOME": "/root",
             "HOSTNAME": f"probe-{index}",
@@ -173,12 +183,75 @@ def test_a_pod_still_running_at_the_timeout_is_killed_with_all_its_processes(
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "stuck"}, "spec": {
         "completionMode": "Indexed", "completions": 1, "template": {"spec": {"containers": [
             {"name": "c", "image": "sh", "command": ["sh", "-c", script]}]}}}}
-    started = time.monotonic()
     [result] = podsim.run_pods([job], image_fs={}, python=PYTHON, timeout=3, workdir=tmp_path)
-    assert time.monotonic() - started < 3 + podsim.KILL_GRACE
-    assert result.exit_code is None
+    assert result.exit_code is None  # killed, not exited
     assert result.pid_namespace
     assert podsim.processes_in([result.pid_namespace]) == []
+
+
+LOOKUP = """
+import json, socket, sys
+
+def lookup(name):
+    try:
+        return socket.gethostbyname(name)
+    except socket.gaierror as error:
+        return socket.EAI_NONAME if error.errno == socket.EAI_NONAME else repr(error)
+
+own, peer = sys.argv[1:]
+print(json.dumps({"own": lookup(own), "own_short": lookup(own.split(".")[0]),
+                  "peer": lookup(peer), "service": lookup("late")}))
+"""
+
+
+def test_before_the_cluster_dns_has_the_pods_only_the_hosts_file_resolves(
+        tmp_path: Path, pods_can_run: None) -> None:
+    container = {"name": "c", "image": "python", "command": [
+        "python", "-c", LOOKUP, "late-$(JOB_COMPLETION_INDEX).late.default.svc.cluster.local",
+        "late-1.late"]}
+    objects: list[Obj] = [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "late"},
+         "spec": {"clusterIP": "None", "selector": {"job-name": "late"}}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "late"}, "spec": {
+            "completionMode": "Indexed", "completions": 1, "template": {"spec": {
+                "subdomain": "late", "containers": [container]}}}}]
+    [result] = podsim.run_pods(objects, image_fs={}, python=PYTHON, timeout=60,
+                               workdir=tmp_path, dns_delay=3600)
+    assert result.exit_code == 0, pod_logs([result])
+    assert json.loads(result.log.splitlines()[-1]) == {
+        "own": "127.0.1.1", "own_short": "127.0.1.1",  # the kubelet's /etc/hosts line
+        "peer": socket.EAI_NONAME, "service": socket.EAI_NONAME,  # NXDOMAIN, at once
+    }
+    log = (tmp_path / "cluster-dns" / "log").read_text()
+    assert "A late-1.late.default.svc.cluster.local NXDOMAIN" in log
+
+
+def test_a_failed_pod_beyond_the_backoff_limit_fails_the_job_and_its_other_pods_are_deleted(
+        tmp_path: Path, pods_can_run: None) -> None:
+    script = 'if [ "$JOB_COMPLETION_INDEX" = 0 ]; then exit 3; fi; exec sleep 300'
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "fails"}, "spec": {
+        "completionMode": "Indexed", "completions": 2, "parallelism": 2, "backoffLimit": 0,
+        "template": {"spec": {"containers": [
+            {"name": "c", "image": "sh", "command": ["sh", "-c", script]}]}}}}
+    results = podsim.run_pods([job], image_fs={}, python=PYTHON, timeout=600, workdir=tmp_path)
+    # pod 1 would have slept to the end and exited 0: it was killed when pod 0 failed
+    assert [r.exit_code for r in results] == [3, None], pod_logs(results)
+    assert podsim.processes_in([r.pid_namespace for r in results]) == []
+
+
+@pytest.mark.parametrize(("codes", "allowed", "failed"), [
+    ([3, None], 0, True), ([0, None], 0, False), ([3, None], 1, False), ([3, 1], 1, True),
+    ([3, None], None, False),
+])
+def test_job_failed_when_more_pods_failed_than_the_backoff_limit(
+        codes: list[int | None], allowed: int | None, failed: bool) -> None:
+    assert podsim.job_failed(codes, allowed) is failed
+
+
+def test_failures_allowed_is_the_jobs_backoff_limit() -> None:
+    assert podsim.simulate_controllers([indexed_job()]).failures_allowed == 6  # the default
+    assert podsim.simulate_controllers([indexed_job(backoffLimit=0)]).failures_allowed == 0
+    assert podsim.simulate_controllers([paddlejob(1)]).failures_allowed is None
 
 
 # -- Controllers ---------------------------------------------------------------------------------
@@ -274,20 +347,134 @@ def headless_service(selector: dict[str, str]) -> Obj:
             "spec": {"clusterIP": "None", "selector": selector}}
 
 
-def test_hosts_file_lists_what_cluster_dns_would_resolve() -> None:
+def test_hosts_file_holds_only_what_the_kubelet_writes() -> None:
     cluster = podsim.simulate_controllers([indexed_job(), headless_service({"job-name": "job"})])
-    pod0 = cluster.pods[0]
-    hosts = podsim.hosts_file(pod0, podsim.dns_records(cluster)).splitlines()
-    assert "127.0.1.1\tjob-0.svc.ns.svc.cluster.local\tjob-0" in hosts  # the kubelet's line
-    assert ("127.0.2.1\tjob-1.svc.ns.svc.cluster.local job-1.svc.ns.svc job-1.svc.ns job-1.svc"
-            in hosts)
-    assert "127.0.2.1\tsvc.ns.svc.cluster.local svc.ns.svc svc.ns svc" in hosts
-    assert not any(line.split()[1:] == ["job-1"] for line in hosts)
+    hosts = podsim.hosts_file(cluster.pods[0]).splitlines()
+    assert hosts[0] == "# Kubernetes-managed hosts file."
+    assert "127.0.0.1\tlocalhost" in hosts
+    assert hosts[-1] == "127.0.1.1\tjob-0.svc.ns.svc.cluster.local\tjob-0"  # its own name only
+    assert not any("job-1" in line or "127.0.2.1" in line for line in hosts)
+
+
+def test_hosts_file_without_a_subdomain_names_the_hostname_alone() -> None:
+    [pod, _] = podsim.paddlejob_pods(paddlejob(2))
+    pod.ip = "127.0.1.1"
+    assert podsim.hosts_file(pod).splitlines()[-1] == "127.0.1.1\tpj-worker-0"
+
+
+def test_the_cluster_dns_zone_holds_fully_qualified_names() -> None:
+    cluster = podsim.simulate_controllers([indexed_job(), headless_service({"job-name": "job"})])
+    assert podsim.cluster_dns_zone(cluster) == {
+        "svc.ns.svc.cluster.local": ["127.0.1.1", "127.0.2.1"],
+        "job-0.svc.ns.svc.cluster.local": ["127.0.1.1"],
+        "job-1.svc.ns.svc.cluster.local": ["127.0.2.1"],
+    }
 
 
 def test_no_dns_without_a_headless_service_that_selects_the_pods() -> None:
     service = headless_service({"job-name": "other"})
     assert podsim.dns_records(podsim.simulate_controllers([indexed_job(), service])) == []
+
+
+ZONE = {"job-0.svc.ns.svc.cluster.local": ["127.0.1.1"],
+        "svc.ns.svc.cluster.local": ["127.0.1.1", "127.0.2.1"]}
+
+
+def dns_query(name: str, qtype: int = podsim.QTYPE_A, *, flags: int = 0x0100,
+              query_id: int = 0x1234) -> bytes:
+    """A query as a stub resolver sends it: one question, recursion desired."""
+    labels = b"".join(bytes([len(label)]) + label.encode() for label in name.split("."))
+    return (struct.pack("!HHHHHH", query_id, flags, 1, 0, 0, 0) + labels + b"\0"
+            + struct.pack("!HH", qtype, podsim.QCLASS_IN))
+
+
+def parsed_response(response: bytes | None) -> tuple[int, int, list[str]]:
+    """(id, rcode, the answers' addresses) of a response with A records only."""
+    assert response is not None
+    query_id, flags, questions, answers, _, _ = struct.unpack_from("!HHHHHH", response)
+    assert flags & 0x8000 and questions in (0, 1)
+    offset = len(response) - 16 * answers  # each A record: pointer, type, class, ttl, length, IP
+    addresses = []
+    for _ in range(answers):
+        pointer, qtype, qclass, ttl, length = struct.unpack_from("!HHHIH", response, offset)
+        assert (pointer, qtype, qclass, ttl, length) == (0xC00C, 1, 1, podsim.DNS_TTL, 4)
+        addresses.append(socket.inet_ntoa(response[offset + 12:offset + 16]))
+        offset += 16
+    return query_id, flags & 0xF, addresses
+
+
+def test_dns_answers_a_known_name_with_its_a_records() -> None:
+    query = dns_query("svc.ns.svc.cluster.local")
+    response = podsim.dns_response(query, ZONE)
+    assert parsed_response(response) == (0x1234, podsim.RCODE_NOERROR, ["127.0.1.1", "127.0.2.1"])
+    assert response is not None and response[12:len(query)] == query[12:]  # the question, again
+
+
+def test_dns_responses_are_authoritative_and_keep_the_querys_flags() -> None:
+    response = podsim.dns_response(dns_query("job-0.svc.ns.svc.cluster.local"), ZONE)
+    assert response is not None
+    flags = struct.unpack_from("!H", response, 2)[0]
+    assert flags & 0xFF80 == 0x8000 | 0x0400 | 0x0100  # response, authoritative, RD; no RA
+
+
+def test_dns_log_lines_are_four_words() -> None:
+    query = dns_query("job-0.svc.ns.svc.cluster.local", podsim.QTYPE_AAAA)
+    line = podsim.dns_log_line(1.5, query, podsim.dns_response(query, ZONE))
+    assert line.split() == ["1.500", "AAAA", "job-0.svc.ns.svc.cluster.local", "NOERROR"]
+    assert podsim.dns_log_line(2, b"junk", None).split() == ["2.000", "-", "-", "-"]
+
+
+def test_dns_names_are_case_insensitive() -> None:
+    response = podsim.dns_response(dns_query("JOB-0.Svc.NS.svc.cluster.local"), ZONE)
+    assert parsed_response(response)[1:] == (podsim.RCODE_NOERROR, ["127.0.1.1"])
+
+
+def test_dns_answers_nxdomain_for_a_name_it_does_not_know() -> None:
+    for name in ("job-1.svc.ns.svc.cluster.local", "job-0.svc", "example.com"):
+        assert parsed_response(podsim.dns_response(dns_query(name), ZONE))[1:] == (
+            podsim.RCODE_NXDOMAIN, [])
+
+
+def test_dns_answers_nodata_for_aaaa_of_a_known_name() -> None:
+    known = podsim.dns_response(dns_query("job-0.svc.ns.svc.cluster.local", podsim.QTYPE_AAAA),
+                                ZONE)
+    unknown = podsim.dns_response(dns_query("job-9.svc.ns.svc.cluster.local", podsim.QTYPE_AAAA),
+                                  ZONE)
+    assert parsed_response(known)[1:] == (podsim.RCODE_NOERROR, [])
+    assert parsed_response(unknown)[1:] == (podsim.RCODE_NXDOMAIN, [])
+
+
+def test_dns_before_the_endpoint_slice_lists_the_pods_knows_no_name() -> None:
+    query = dns_query("job-0.svc.ns.svc.cluster.local")
+    assert parsed_response(podsim.dns_response(query, {}))[1] == podsim.RCODE_NXDOMAIN
+
+
+def test_dns_rejects_what_is_not_one_standard_query() -> None:
+    query = dns_query("job-0.svc.ns.svc.cluster.local")
+    assert podsim.dns_response(query[:11], ZONE) is None  # no room for an id
+    assert podsim.dns_response(dns_query("x", flags=0x8000), ZONE) is None  # a response
+    truncated = podsim.dns_response(query[:-3], ZONE)
+    assert parsed_response(truncated) == (0x1234, podsim.RCODE_FORMERR, [])
+    status = podsim.dns_response(dns_query("x", flags=2 << 11), ZONE)  # opcode STATUS
+    assert parsed_response(status)[1] == podsim.RCODE_NOTIMP
+
+
+@pytest.mark.parametrize(("hosts_line", "mounted"), [
+    ("hosts:          files dns", False),
+    ("hosts: files [NOTFOUND=continue] dns  # comment", False),
+    ("hosts: files myhostname dns", True),
+    ("hosts: files mdns4_minimal [NOTFOUND=return] dns", True),
+    ("hosts: dns files", True),
+    ("", True),  # no hosts line: glibc's default puts dns first
+])
+def test_the_image_looks_up_hosts_in_files_then_dns(hosts_line: str, mounted: bool) -> None:
+    host = f"passwd: files\n{hosts_line}\nnetworks: files\n"
+    replacement = podsim.image_nsswitch_conf(host)
+    assert (replacement is not None) == mounted
+    if replacement is not None:
+        assert podsim.hosts_sources(replacement) == ["files", "dns"]
+        assert "passwd: files" in replacement.splitlines()
+        assert replacement.count("hosts:") == 1
 
 
 # -- The kubelet's env ---------------------------------------------------------------------------

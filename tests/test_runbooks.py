@@ -81,6 +81,16 @@ def test_the_eks_runbook_runs_start_to_finish(golden: str, runbook_log: RunbookL
     cluster_made = position(log, "eksctl", "create cluster -f")
     efs_deployed = position(log, "aws", f"cloudformation deploy --stack-name {stack}")
     assert cluster_made < efs_deployed  # its network comes from eksctl's stack
+    if values["training"].get("framework", "paddle") == "paddle":
+        # the image is built, checked and pushed before any node is paid for
+        built_at, pushed = position(log, "docker", "build -t"), position(log, "docker", "push")
+        checks = [i for i, call in enumerate(log) if call[:3] == ["docker", "run", "--rm"]]
+        assert checks and built_at < min(checks) and max(checks) < pushed < cluster_made
+        cuda_on_node = [i for i, call in enumerate(log) if call[0] == "kubectl" and "wait" in call
+                        and "pod/linear-cuda-check" in call]
+        gpus = values["training"].get("gpusPerNode", 0)
+        assert len(cuda_on_node) == (1 if gpus else 0)
+        assert all(cluster_made < i < efs_deployed for i in cuda_on_node)
     # the spec's file system, or none: then the stack makes one
     given = "FileSystemId=" + ("" if made_here else "fs-0123456789abcdef0")
     assert log[efs_deployed][-1] == given
@@ -173,3 +183,43 @@ def test_a_failed_job_ends_its_wait_non_zero_and_nothing_after_it_runs(
     assert waited_for
     assert not any("logs" in call for call in created)
     assert len(created) == block[:block.index("until STATE=")].count("kubectl create -f")
+
+
+GPU_KUBERNETES = (GOLDEN / "kubernetes" / "spec.yaml").read_text().replace(
+    "gpusPerNode: 0", "gpusPerNode: 2")
+
+
+def kubernetes_runbook(spec: str) -> str:
+    from paddlegen.compiler.build import build
+
+    return next(a.text for a in build(spec.encode(), "spec.yaml").artifacts
+                if a.path == "RUNBOOK.md")
+
+
+def test_a_gpu_run_on_a_cluster_that_exists_lists_what_its_gpus_need() -> None:
+    tolerating = GPU_KUBERNETES + ("scheduling:\n  tolerations:\n"
+                                   "    - {key: nvidia.com/gpu, operator: Exists, "
+                                   "effect: NoSchedule}\n")
+    runbook = kubernetes_runbook(tolerating)
+    before = runbook[runbook.index("## Before you start"):runbook.index("## 1. ")]
+    assert "4 nodes with 2 NVIDIA GPUs each that advertise `nvidia.com/gpu`" in before
+    assert "NVIDIA's device plugin" in before and "GPU operator" in before
+    assert "the spec tolerates `nvidia.com/gpu:NoSchedule`" in before
+    assert "the spec tolerates none" in kubernetes_runbook(GPU_KUBERNETES)
+    [check] = sh_blocks(runbook)[:1]
+    assert ("kubectl get nodes -o custom-columns='NAME:.metadata.name,"
+            "GPUS:.status.allocatable.nvidia\\.com/gpu,TAINTS:.spec.taints[*].key'") in check
+    cpu = (GOLDEN / "kubernetes" / "out" / "RUNBOOK.md").read_text()
+    assert "nvidia.com/gpu" not in cpu
+
+
+@pytest.mark.parametrize("golden", ["eks-paddle", "eks-paddle-kubeflow", "kubernetes"])
+def test_the_runbook_says_what_a_deleted_pod_does_to_the_run(golden: str) -> None:
+    text = " ".join((GOLDEN / golden / "out" / "RUNBOOK.md").read_text().split())
+    if golden.endswith("kubeflow"):
+        assert "is not a failure to the training operator: it makes the pod again" in text
+        assert "times out after 600 seconds (PADDLE_PG_TIMEOUT)" in text
+        assert "use `launcher: indexed`" in text
+    else:
+        assert "and so does a deleted or evicted one" in text
+        assert "PADDLE_PG_TIMEOUT" not in text

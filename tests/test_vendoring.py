@@ -1,7 +1,9 @@
 """The maintainer scripts that regenerate the vendored schemas (scripts/, beside the package and
-not in it): what they share (scripts/vendoring.py), and the Kubeflow PaddleJob schema
-(schema/kubeflow/) as scripts/vendor_kubeflow.py makes it. The Kubernetes schemas and
-scripts/vendor_kubernetes.py are tested in test_vendored_schemas.py."""
+not in it): what they share (scripts/vendoring.py), the Kubeflow PaddleJob schema
+(schema/kubeflow/) as scripts/vendor_kubeflow.py makes it, and the JobSet, Kubeflow Trainer and
+Kueue schemas (schema/jobset/, schema/trainer/, schema/kueue/) as scripts/vendor_crds.py makes
+them (what they accept and refuse, their CEL rules included, is in test_crd_schemas.py). The
+Kubernetes schemas and scripts/vendor_kubernetes.py are tested in test_vendored_schemas.py."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from paddlegen.compiler import kube_schema
+
+import vendor_crds
 import vendor_kubeflow
 import vendoring
 from conftest import ROOT
@@ -44,13 +49,16 @@ def test_the_vendored_data_directories_hold_no_code() -> None:
     # (and importable from an editable install).
     data = [path for path in (ROOT / "schema").iterdir()
             if path.is_dir() and path.name != "__pycache__"]
-    assert {path.name for path in data} >= {"kubernetes", "kubeflow", "eksctl"}
+    assert {path.name for path in data} >= {"kubernetes", "kubeflow", "eksctl", "jobset",
+                                            "trainer", "kueue"}
     assert [str(code.relative_to(ROOT)) for path in data for code in path.rglob("*.py")] == []
 
 
 def test_the_scripts_write_into_the_package_data() -> None:
     assert vendoring.ROOT == ROOT
     assert vendor_kubeflow.OUTPUT == PADDLEJOB_SCHEMA
+    assert {kind.output.parent for kind in vendor_crds.KINDS} == {
+        ROOT / "schema" / name for name in ("jobset", "trainer", "kueue")}
 
 
 # --- the pin check ------------------------------------------------------------------------------
@@ -239,3 +247,161 @@ def test_kubeflow_script_writes_then_checks(tmp_path: Path,
     assert vendor_kubeflow.main([str(crd), "--output", str(output), "--new-source",
                                  "--check"]) == 1
     assert output.read_bytes() != written  # --check writes nothing
+
+
+# --- a CRD's version, made strict (scripts/vendoring.py, for every CRD) -------------------------
+
+
+def test_strict_crd_schema_closes_empty_structs_but_not_the_object_s_metadata() -> None:
+    kind = vendoring.CrdKind(Pin("a CRD", "0" * 64), "example.com_gadgets.yaml",
+                             "gadgets.example.com", "example.com", "v1", "Gadget", "example",
+                             "scripts/example.py")
+    source = {"type": "object", "properties": {
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {
+            "empty": {"type": "object"},
+            "metadata": {"type": "object"},  # a template's: closed like any other
+            "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}
+    version: dict[str, Any] = {"name": "v1", "served": True,
+                               "schema": {"openAPIV3Schema": source}}
+    crd = {"kind": "CustomResourceDefinition", "metadata": {"name": kind.crd_name},
+           "spec": {"group": kind.group, "names": {"kind": kind.kind}, "versions": [version]}}
+    made = vendoring.crd_kind_schema(crd, kind, "0" * 64)
+    properties = made["properties"]
+    assert properties["metadata"] == {"type": "object"}
+    spec = properties["spec"]["properties"]
+    assert spec["empty"]["additionalProperties"] is False
+    assert spec["metadata"]["additionalProperties"] is False
+    assert "additionalProperties" not in spec["raw"]
+    assert properties["apiVersion"] == {"type": "string", "const": "example.com/v1"}
+    assert kind.output == ROOT / "schema" / "example" / "gadget-example-v1.json"
+    version["served"] = False
+    with pytest.raises(VendorError, match="version v1 is not served"):
+        vendoring.crd_kind_schema(crd, kind, "0" * 64)
+
+
+@pytest.mark.parametrize("keyword", ["x-kubernetes-embedded-resource", "x-kubernetes-other",
+                                     "oneOf"])
+def test_crd_keywords_are_listed_one_by_one(keyword: str) -> None:
+    # No prefix lets a keyword through: each x-kubernetes-* keyword was looked at.
+    value: Any = [{"type": "string"}] if keyword == "oneOf" else True
+    schema = {"properties": {"spec": {"type": "object", keyword: value}}}
+    if keyword == "oneOf":
+        vendoring.make_strict(schema)  # an applicator the walk knows
+        return
+    with pytest.raises(VendorError, match=f"#/properties/spec: unknown keyword '{keyword}'"):
+        vendoring.make_strict(schema)
+
+
+# --- JobSet, Kubeflow Trainer v2 and Kueue (scripts/vendor_crds.py) -----------------------------
+
+
+CRD_KINDS = {kind.kind: kind for kind in vendor_crds.KINDS}
+
+
+def crd_of_kind(kind: vendoring.CrdKind, schema: Schema) -> dict[str, Any]:
+    """The kind's CRD, with this openAPIV3Schema in its vendored version (and another version
+    beside it, as Kueue's CRDs have)."""
+    return {"kind": "CustomResourceDefinition", "metadata": {"name": kind.crd_name},
+            "spec": {"group": kind.group, "names": {"kind": kind.kind},
+                     "versions": [{"name": "v0", "served": False,
+                                   "schema": {"openAPIV3Schema": {"type": "string"}}},
+                                  {"name": kind.version, "served": True,
+                                   "schema": {"openAPIV3Schema": schema}}]}}
+
+
+def test_crd_kinds_are_where_the_build_looks_for_them() -> None:
+    assert {kind.directory for kind in vendor_crds.KINDS} == {"jobset", "trainer", "kueue"}
+    assert [source.directory.name for source in kube_schema.extra_sources()] == [
+        "kubeflow", "jobset", "trainer", "kueue"]
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    for kind in vendor_crds.KINDS:
+        assert kind.output.is_file()
+        assert f'"{kind.directory}/*.json"' in pyproject  # package data
+        source = kube_schema.SchemaSource(ROOT / "schema" / kind.directory, "")
+        assert source.file(kind.api_version, kind.kind) == kind.output
+        assert kind.crd_name == f"{kind.file_name.split('_')[1].removesuffix('.yaml')}." \
+                                f"{kind.group}"
+    assert sorted(path.name for directory in ("jobset", "trainer", "kueue")
+                  for path in (ROOT / "schema" / directory).glob("*.json")) == sorted(
+        kind.output.name for kind in vendor_crds.KINDS)
+
+
+@pytest.mark.parametrize("name", CRD_KINDS)
+def test_crd_schema_is_what_the_script_makes_of_it(name: str) -> None:
+    """The script's pure part, given back the vendored schema as its CRD's, makes the same file:
+    it is strict as the script makes it, holds only keywords the script knows, and names the
+    pinned CRD. (The CRDs are not in the repository: `scripts/vendor_crds.py <CRD>... --check`
+    compares with them.)"""
+    kind = CRD_KINDS[name]
+    text = kind.output.read_text(encoding="utf-8")
+    schema = json.loads(text)
+    match = re.search(r"\(sha256 ([0-9a-f]{64})\), made strict by scripts/vendor_crds\.py;",
+                      schema["$comment"])
+    assert match is not None and match.group(1) == kind.pin.sha256
+    assert f"see schema/{kind.directory}/ORIGIN.md" in schema["$comment"]
+    source = {keyword: value for keyword, value in schema.items()
+              if keyword not in {"$schema", "$comment"}}
+    for field in ("apiVersion", "kind"):  # the script adds their const
+        source["properties"][field] = {"type": "string"}
+    made = vendoring.crd_kind_schema(crd_of_kind(kind, source), kind, kind.pin.sha256)
+    assert vendoring.compact(vendoring.checked(made)) == text
+    assert '"description"' not in text.replace('"description":{"type"', "")  # only as a field
+
+
+def origin_of(directory: str) -> str:
+    return (ROOT / "schema" / directory / "ORIGIN.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", CRD_KINDS)
+def test_origin_records_the_crd_schema_and_its_pin(name: str) -> None:
+    kind = CRD_KINDS[name]
+    origin = origin_of(kind.directory)
+    data = kind.output.read_bytes()
+    row = (f"| `{kind.output.name}` | `{kind.file_name}` | {kind.version} | {len(data):,} | "
+           f"`{hashlib.sha256(data).hexdigest()}` |")
+    assert row in origin
+    assert f"`{kind.file_name}` | `{kind.pin.sha256}` |" in origin
+    assert "scripts/vendor_crds.py" in origin
+    release = kind.pin.name.split(", ")[0]
+    repository, tag = release.split(" ")
+    assert f"`github.com/{repository}`" in origin and f"`{tag}`" in origin
+
+
+def test_crd_script_writes_then_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kind = CRD_KINDS["LocalQueue"]
+    crd = tmp_path / kind.file_name
+    crd.write_text(json.dumps(crd_of_kind(kind, {"type": "object", "properties": {}})),
+                   encoding="utf-8")
+    into = tmp_path / "schema"
+    output = into / "kueue" / "localqueue-kueue-v1beta2.json"
+    # Not the pinned CRD: refused, nothing written.
+    assert vendor_crds.main([str(crd), "--into", str(into)]) == 1
+    assert "pass --new-source" in capsys.readouterr().err and not output.exists()
+    assert vendor_crds.main([str(crd), "--into", str(into), "--new-source"]) == 0
+    written = output.read_bytes()
+    assert b'"const":"LocalQueue"' in written
+    assert vendor_crds.main([str(crd), "--into", str(into), "--new-source", "--check"]) == 0
+    output.write_bytes(written.replace(b"LocalQueue", b"ClusterQueue"))
+    assert vendor_crds.main([str(crd), "--into", str(into), "--new-source", "--check"]) == 1
+    assert output.read_bytes() != written  # --check writes nothing
+
+
+def test_crd_script_refuses_a_file_it_does_not_know(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    crd = tmp_path / "kueue.x-k8s.io_workloads.yaml"
+    crd.write_text("{}", encoding="utf-8")
+    assert vendor_crds.main([str(crd), "--into", str(tmp_path), "--new-source"]) == 1
+    assert "not one of the CRD files this script vendors" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [crd]
+
+
+def test_crd_script_refuses_the_wrong_crd_under_a_known_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kind = CRD_KINDS["ClusterQueue"]
+    crd = tmp_path / kind.file_name
+    crd.write_text(json.dumps(crd_of_kind(CRD_KINDS["LocalQueue"], {"type": "object"})),
+                   encoding="utf-8")
+    assert vendor_crds.main([str(crd), "--into", str(tmp_path), "--new-source"]) == 1
+    assert "not the CustomResourceDefinition clusterqueues.kueue.x-k8s.io" in (
+        capsys.readouterr().err)
