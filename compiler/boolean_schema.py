@@ -112,6 +112,28 @@ VALUE_KEYWORDS: dict[str, Callable[[Any, dict[str, Any]], bool] | None] = {
 }
 
 
+def _is_count(value: Any) -> bool:
+    # the metaschema's nonNegativeInteger; 1.0 and True are left to jsonschema
+    return type(value) is int and value >= 0
+
+
+def _is_bound(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+# The keywords that bound a size or a number: what they bound (the JSON type they apply to; any
+# other instance passes), and whether the bound is a least (else a most). jsonschema applies
+# them to strings (len: code points), arrays, objects and numbers only, and so do these.
+SIZE_KEYWORDS: dict[str, tuple[str, bool]] = {
+    "minLength": ("string", True), "maxLength": ("string", False),
+    "minItems": ("array", True), "maxItems": ("array", False),
+    "minProperties": ("object", True), "maxProperties": ("object", False)}
+NUMBER_KEYWORDS: dict[str, bool] = {"minimum": True, "maximum": False}
+VALUE_KEYWORDS |= {
+    **{keyword: lambda value, document: _is_count(value) for keyword in SIZE_KEYWORDS},
+    **{keyword: lambda value, document: _is_bound(value) for keyword in NUMBER_KEYWORDS}}
+
+
 def _is_regex(value: Any) -> bool:
     try:
         re.compile(value)
@@ -334,6 +356,10 @@ def _compile(schema: Any, document: _Document) -> Check:
         checks.append(_ref_check(schema["$ref"], document))
     if "pattern" in schema:
         checks.append(_pattern_check(schema["pattern"]))
+    checks += [_size_check(JSON_TYPES[of], schema[keyword], least)
+               for keyword, (of, least) in SIZE_KEYWORDS.items() if keyword in schema]
+    checks += [_number_check(schema[keyword], least)
+               for keyword, least in NUMBER_KEYWORDS.items() if keyword in schema]
     for keyword, combine in (("allOf", _all), ("anyOf", _any), ("oneOf", _exactly_one)):
         if keyword in schema:
             checks.append(combine([_compile(each, document) for each in schema[keyword]]))
@@ -341,6 +367,21 @@ def _compile(schema: Any, document: _Document) -> Check:
         negated = _compile(schema["not"], document)
         checks.append(lambda instance: not negated(instance))
     return _all(checks)
+
+
+def _size_check(applies: Check, bound: int, least: bool) -> Check:
+    """minLength and the like: len() of an instance of the type `applies` tests."""
+    if least:
+        return lambda instance: not applies(instance) or len(instance) >= bound
+    return lambda instance: not applies(instance) or len(instance) <= bound
+
+
+def _number_check(bound: float, least: bool) -> Check:
+    """minimum or maximum, as jsonschema compares (a NaN instance passes both)."""
+    is_number = JSON_TYPES["number"]
+    if least:
+        return lambda instance: not is_number(instance) or not instance < bound
+    return lambda instance: not is_number(instance) or not instance > bound
 
 
 def _pattern_check(pattern: str) -> Check:

@@ -481,7 +481,12 @@ def explanation(meta: Meta, profile: str, training: CollectiveTraining,
              "gpusPerNode": training.gpus_per_node,
              "worldSize": training.nodes * training.processes_per_node,
              "logDir": training.log_dir, "deadlineSeconds": training.deadline_seconds,
+             "gracePeriodSeconds": training.grace_period_seconds,
              "processes": processes}
+    if training.launcher in GANG_LAUNCHERS:
+        facts["restarts"] = training.restarts
+    if training.queue:
+        facts["queue"] = training.queue
     gpus = "1 GPU" if training.gpus_per_node == 1 else f"{training.gpus_per_node} GPUs"
     device = (f"{gpus}, one trainer process each, over NCCL"
               if training.gpus_per_node else "CPU, one trainer process, over gloo")
@@ -496,7 +501,14 @@ def explanation(meta: Meta, profile: str, training: CollectiveTraining,
                           f"hosts, at most {NAME_WAIT_SECONDS} s), then execs the launcher"),)
               if training.waits_for_names else ()),
             ("command", shell_words(argv)),
-            ("deadline", f"{training.deadline_seconds} s, then the run fails"))
+            ("deadline", f"{training.deadline_seconds} s, then the run fails"),
+            ("on SIGTERM", f"{training.grace_period_seconds} s to SIGKILL; the launcher kills "
+                           "its trainers after 30 s"),
+            *((("restarts", f"at most {training.restarts} after a failure, from the newest "
+                            "checkpoint; disruptions do not count"),)
+              if training.launcher in GANG_LAUNCHERS else ()),
+            *((("queue", f"{training.queue} (Kueue: all pods admitted, or none)"),)
+              if training.queue else ()))
     notes: tuple[str, ...] = ("$(VAR) in the command and the environment is expanded by the "
                               "kubelet from the variables declared before it",)
     if training.launcher == "kubeflow":

@@ -9,16 +9,25 @@ before they existed).
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from shlex import quote as q
 
 from paddlegen.compiler.collective import (
+    CHECKPOINT_DIR_VARIABLE,
+    GANG_LAUNCHERS,
+    JOBSET_API,
     PG_TIMEOUT_MS,
+    RESTART_ATTEMPT_LABEL,
+    RESTART_ATTEMPT_VARIABLE,
+    TRAINER_ANCESTOR_LABEL,
+    TRAINER_API,
     CollectiveTraining,
     first_pod_selector,
     output_pod,
 )
 from paddlegen.compiler.explain import WIDTH
 from paddlegen.compiler.kube_objects import (
+    HELPER_IMAGE,
     MODELS_MOUNT,
     Object,
     metadata,
@@ -26,8 +35,9 @@ from paddlegen.compiler.kube_objects import (
     pod_policy_fields,
     trainer_selector,
 )
+from paddlegen.compiler.kueue import KUEUE_API
 from paddlegen.compiler.plan import DataJob, Meta, PserverTraining
-from paddlegen.compiler.render import to_yaml
+from paddlegen.compiler.render import Block, to_yaml
 
 HEADER = """\
 # Runbook: {name} ({profile})
@@ -81,17 +91,26 @@ def creates(paths: list[str]) -> str:
     return "".join(f'kubectl create -f "$OUT/{path}"\n' for path in paths)
 
 
+def failure_reason(meta: Meta, kind: str, name: str) -> str:
+    """The command that prints why an object failed: its Failed condition's reason and
+    message."""
+    failed = '.status.conditions[?(@.type=="Failed")]'
+    return kubectl(meta, f"get {kind} {q(name)} -o jsonpath='{{{failed}.reason}}: "
+                         f"{{{failed}.message}}'")
+
+
 def after_job(meta: Meta, job: str, then: str, kind: str = "job", done: str = "Complete") -> str:
     """Wait until a Job (or another kind with the same conditions) has completed or failed, its
-    deadline bounding the wait; then run `then`, or, if it failed, say so and stop there with a
-    non-zero status (nothing after the wait runs)."""
+    deadline bounding the wait; then run `then`, or, if it failed, say why and stop there with
+    a non-zero status (nothing after the wait runs)."""
     state = kubectl(meta, f"get {kind} {q(job)} -o jsonpath="
                           "'{.status.conditions[?(@.status==\"True\")].type}'")
-    failed = f"{kind} {job} failed; see: {kubectl(meta, f'describe {kind} {q(job)}')}"
+    see = f"see: {kubectl(meta, f'describe {kind} {q(job)}')}"
     return (f'until STATE=$({state}); case "$STATE" in *{done}*|*Failed*) true;; '
             f"*) false;; esac; do\n  sleep 10\ndone\n"
             f'if [ "${{STATE#*Failed}}" != "$STATE" ]; then\n'
-            f"  echo {q(failed)} >&2; false\nelse\n{then}fi\n")
+            f'  echo {q(f"{kind} {job} failed:")} "$({failure_reason(meta, kind, job)})" >&2\n'
+            f"  echo {q(see)} >&2; false\nelse\n{then}fi\n")
 
 
 def follow_trainers(meta: Meta, training: PserverTraining | CollectiveTraining,
@@ -111,23 +130,102 @@ def follow_trainers(meta: Meta, training: PserverTraining | CollectiveTraining,
 
 # The kind of each launcher's top-level object, and its condition when the run is done (JobSet
 # v0.12.0: Completed; Trainer v2.3.0 copies it to the TrainJob as Complete). Each also has a
-# Failed condition, which ends the wait (after_job).
+# Failed condition, which ends the wait (run_end).
 RUN_END = {"indexed": ("job", "Complete"), "kubeflow": ("paddlejob", "Succeeded"),
            "jobset": ("jobset", "Completed"), "trainjob": ("trainjob", "Complete")}
+# Kueue v0.19.2 (pkg/controller/constants/constants.go JobUIDLabel): the label of the Workload
+# it makes for a job, with the job's uid. A Workload Kueue gives up on (waitForPodsReady's
+# backoffLimitCount reached) is deactivated, spec.active false, and its job stays suspended,
+# with no Failed condition (pkg/controller/jobframework/reconciler.go: stopJob).
+WORKLOADS = "workloads.kueue.x-k8s.io"
+LOCAL_QUEUES = "localqueues.kueue.x-k8s.io"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+
+def run_state(meta: Meta, training: CollectiveTraining) -> str:
+    """The shell function `ended`: true once the run has ended, END saying how (succeeded, failed,
+    or, with a queue, deactivated: Kueue gave up on it), false while it runs or waits. The
+    conditions are matched as words: JobSet also has StartupPolicyCompleted."""
+    kind, done = RUN_END[training.launcher]
+    state = kubectl(meta, f"get {kind} {q(training.name)} -o jsonpath="
+                          "'{.status.conditions[?(@.status==\"True\")].type}'")
+    lines = ["ended() {", f"  STATE=$({state})"]
+    words, dropped = "$STATE", ""
+    if training.queue:
+        active = kubectl(meta, f'get {WORKLOADS} -l {JOB_UID_LABEL}="$JOB_UID" '
+                               "-o jsonpath='{.items[*].spec.active}'")
+        lines.append(f"  ACTIVE=$({active})")
+        words, dropped = "$STATE $ACTIVE", '    *" false "*) END=deactivated;;\n'
+    return ("\n".join(lines) + f'\n  case " {words} " in\n'
+            '    *" Failed "*) END=failed;;\n'
+            f'    *" {done} "*) END=succeeded;;\n'
+            f"{dropped}"
+            "    *) false;;\n"
+            "  esac\n"
+            "}\n")
+
+
+def run_end(meta: Meta, training: CollectiveTraining) -> str:
+    """After the training object's create: follow pod 0's log (of the current attempt, where
+    the run restarts: JobSet labels each pod with it), then wait for the run's end, each wait
+    ending as soon as the run has (a run can fail before any pod exists); say how it ended and,
+    unless it is done, end non-zero. A restart deletes pod 0, which ends its log; the wait goes
+    on."""
+    kind, _ = RUN_END[training.launcher]
+    name = q(training.name)
+    selector = label_selector(first_pod_selector(training))
+    head = ""
+    if training.launcher in GANG_LAUNCHERS:
+        # the JobSet: the run's own, or the one Trainer makes for the TrainJob, of its name
+        attempt = kubectl(meta, f"get jobset {name} -o jsonpath='{{.status.restarts}}'")
+        selector += f',{RESTART_ATTEMPT_LABEL}="${{ATTEMPT:-0}}"'
+        head = f"ATTEMPT=$({attempt})\n  "
+    pod = kubectl(meta, f"get pods {selector} -o jsonpath='{{.items[*].metadata.name}}'")
+    phase = kubectl(meta, """get pod "$POD" -o jsonpath='{.status.phase}'""")
+    follow = kubectl(meta, 'logs -f "$POD"')
+    see = f"see: {kubectl(meta, f'describe {kind} {name}')}"
+    text = ""
+    if training.queue:
+        uid = kubectl(meta, f"get {kind} {name} -o jsonpath='{{.metadata.uid}}'")
+        why = (f"until Kueue admits the run it has no pods; why it waits: "
+               f"{kubectl(meta, f'get {WORKLOADS}')} and "
+               f"{kubectl(meta, f'describe {LOCAL_QUEUES} {q(training.queue)}')}")
+        text += f"JOB_UID=$({uid})\necho {q(why)}\n"
+    text += run_state(meta, training)
+    text += (f"until {head}POD=$({pod})\n"
+             '  [ -n "$POD" ] || ended\n'
+             "do\n  sleep 5\ndone\n"
+             'if [ -n "$POD" ]; then\n'
+             f"  {kubectl(meta, f'get pods {label_selector(trainer_selector(meta))}')}\n"
+             f'  while [ "$({phase})" = Pending ]; do sleep 5; done\n'
+             f"  {follow} || true\n"
+             "fi\n"
+             "until ended; do sleep 10; done\n"
+             'if [ "$END" = succeeded ]; then\n'
+             '  echo "the run is done"\n')
+    failed = (f'  echo {q(f"{kind} {training.name} failed:")} '
+              f'"$({failure_reason(meta, kind, training.name)})" >&2\n'
+              f"  echo {q(see)} >&2; false\n")
+    if not training.queue:
+        return text + f"else\n{failed}fi\n"
+    # inside double quotes: the uid is the shell's
+    workloads = kubectl(meta, f"describe {WORKLOADS} -l {JOB_UID_LABEL}=$JOB_UID")
+    gave_up = (f"Kueue deactivated the Workload of {kind} {training.name}: its pods were not "
+               "all ready in time, too often; see:")
+    dropped = f'  echo {q(gave_up)} "{workloads}" >&2; false\n'
+    return text + f'elif [ "$END" = failed ]; then\n{failed}else\n{dropped}fi\n'
 
 
 def run_trainers(meta: Meta, data: DataJob | None, training: PserverTraining | CollectiveTraining,
                  manifest: str) -> str:
     """Create the training object (once the data Job, if any, has completed), follow its first
     trainer and, for PaddlePaddle 3, wait for the run's end: a PaddleJob succeeds, a Job
-    completes."""
+    completes, a JobSet or TrainJob completes."""
     if isinstance(training, CollectiveTraining):
-        kind, done = RUN_END[training.launcher]
-        selector = first_pod_selector(training)
-        end = after_job(meta, training.name, 'echo "the run is done"\n', kind, done)
+        trainers = creates([manifest]) + run_end(meta, training)
     else:
-        selector, end = trainer_selector(meta), ""
-    trainers = creates([manifest]) + follow_trainers(meta, training, label_selector(selector)) + end
+        trainers = creates([manifest]) + follow_trainers(
+            meta, training, label_selector(trainer_selector(meta)))
     return after_job(meta, data.name, trainers) if data else trainers
 
 
@@ -216,21 +314,348 @@ def network_policy_note(meta: Meta, plugins: str = "Calico, Cilium") -> str:
 
 
 def collective_failures(training: CollectiveTraining) -> str:
-    """What ends a PaddlePaddle 3 run early: a failed pod with either launcher, a deleted or
-    preempted one as each launcher handles it, and the deadline."""
+    """What ends a PaddlePaddle 3 run early, by launcher: a failed pod, a deleted or preempted
+    one (a disruption), and the deadline; for jobset and trainjob, the restarts from the newest
+    checkpoint that come first."""
+    deadline = training.deadline_seconds
+    if training.launcher in GANG_LAUNCHERS:
+        return gang_failures(training)
     failed = "The first failed pod fails the run"
+    instead = ("Where preemption is likely, use `launcher: jobset`, which restarts the whole run "
+               "from its newest checkpoint instead")
     if training.launcher == "indexed":
         ends = (f"{failed}, and so does a deleted or evicted one (a drained node, a reclaimed Spot "
-                "instance): the Job counts it failed (backoffLimit 0) and stops the others at once")
+                "instance): the Job counts it failed (backoffLimit 0) and stops the others at "
+                f"once. {instead}")
     else:
         # compiler/collective.py bounds a lost peer with PADDLE_PG_TIMEOUT under kubeflow
         ends = (f"{failed}. A deleted or preempted pod (a drained node, a reclaimed Spot instance) "
                 "is not a failure to the training operator: it makes the pod again, and the "
                 "other launchers never take the new one in; their next collective times out "
                 f"after {PG_TIMEOUT_MS // 1000} seconds (PADDLE_PG_TIMEOUT), which fails them and "
-                "the run. Where preemption is likely, use `launcher: indexed`, whose Job fails "
-                "as soon as a pod is lost and frees the nodes")
-    return f"{ends}. The run is stopped after {training.deadline_seconds} seconds in any case."
+                f"the run. {instead}")
+    return f"{ends}. The run is stopped after {deadline} seconds in any case."
+
+
+# What the run's top-level object is called in the runbook's prose, by launcher.
+GANG_OBJECT = {"jobset": "JobSet", "trainjob": "TrainJob's JobSet"}
+
+
+def gang_failures(training: CollectiveTraining) -> str:
+    """jobset and trainjob (compiler/collective.py jobset_spec): a failure restarts the whole
+    run, at most `restarts` times, a disruption without counting, the deadline ends it."""
+    restarts, jobset = training.restarts, GANG_OBJECT[training.launcher]
+    checkpoints = next(path for name, path in training.output_dirs
+                       if name == CHECKPOINT_DIR_VARIABLE)
+    again = (f"{jobset} deletes every pod and makes them anew, and your script starts again "
+             "in each, so it must resume from the newest checkpoint in "
+             f"`${CHECKPOINT_DIR_VARIABLE}` (`{checkpoints}`, the same for every pod and "
+             f"every attempt; `${RESTART_ATTEMPT_VARIABLE}` is the attempt, 0 at first)")
+    if restarts:
+        times = "once" if restarts == 1 else f"{restarts} times"
+        counted = (f"A failed pod restarts the whole run: {again}. That happens at most {times}; "
+                   "the next failure fails the run, and the wait above ends non-zero with "
+                   "JobSet's reason.")
+    else:
+        counted = ("A failed pod fails the run (`restarts: 0`), and the wait above ends non-zero "
+                   "with JobSet's reason.")
+    disrupted = ("A disruption (a pod evicted, its node drained, a Spot instance reclaimed: the "
+                 "pod's DisruptionTarget condition) restarts the whole run without counting"
+                 + ("" if restarts else f": {again}") + ". There is no PodDisruptionBudget, so "
+                 "`kubectl drain` and an upgrade of the node group go ahead, and the run resumes "
+                 "from its checkpoint once its pods fit again. An attempt that runs longer than "
+                 f"{training.deadline_seconds} seconds fails the run, with no restart.")
+    return f"{counted} {disrupted}"
+
+
+def sigterm_note(training: CollectiveTraining) -> str:
+    """How a pod stops on a restart or a disruption, and what the script must do to save a
+    checkpoint then (PaddlePaddle 3.3.1: launch/main.py's signal handler, Pod.stop and
+    ProcessContext.terminate; base/__init__.py's init_glog, whose failure handler takes SIGTERM)."""
+    return ("On a restart or a disruption each pod gets SIGTERM and, "
+            f"{training.grace_period_seconds} s later (`gracePeriodSeconds`), SIGKILL. SIGTERM "
+            "reaches your script through PaddlePaddle's launcher, the container's PID 1, which "
+            "sends it on to the trainers (three times, 0.2 s apart) and kills them 30 s later: "
+            "a checkpoint saved on SIGTERM must be written within 30 s. `import paddle` installs "
+            "a C++ handler of SIGTERM that aborts the process: set your own handler after the "
+            "import (or call `paddle.disable_signal_handler()`), and let it only set a flag that "
+            "the training loop reads between steps, saving there.")
+
+
+def queue_note(meta: Meta, training: CollectiveTraining, configured: str | None) -> str:
+    """What a queue does to the run (Kueue admits all its pods or none) and how to see why it
+    waits; `configured`: where the runbook set waitForPodsReady up (None: the cluster's own
+    Kueue, whose configuration decides)."""
+    assert training.queue is not None
+    kind, _ = RUN_END[training.launcher]
+    word = {"job": "Job", "paddlejob": "PaddleJob", "jobset": "JobSet",
+            "trainjob": "TrainJob"}[kind]
+    waits = (f"The run waits in the queue `{training.queue}` until its ClusterQueue has quota "
+             f"for its {training.nodes} pods: until then the {word} is suspended and has no "
+             "pods. Kueue admits all of them or none")
+    if configured:
+        ready = (f": once admitted, pods that are not all ready within {KUEUE_READY_MINUTES} "
+                 f"minutes (waitForPodsReady, set {configured}; meanwhile the ClusterQueue "
+                 "admits no other run, so that no half-admitted run holds nodes another waits "
+                 "for) are removed, and the run is queued again after a pause; the "
+                 f"{ordinal(KUEUE_REQUEUES + 1)} time Kueue deactivates it instead, and the wait "
+                 "above ends non-zero.")
+    else:
+        ready = (", and, as its configuration's waitForPodsReady says (Kueue v0.19's default: "
+                 "30 minutes), removes admitted pods that are not all ready in time and queues "
+                 "the run again; a run Kueue deactivates ends the wait above non-zero.")
+    see = (f" Why it waits: `{kubectl(meta, f'get {WORKLOADS}')}` (its Workload's conditions) "
+           f"and `{kubectl(meta, f'describe {LOCAL_QUEUES} {q(training.queue)}')}`.")
+    return waits + ready + see
+
+
+def ordinal(number: int) -> str:
+    return {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth"}.get(number,
+                                                                            f"{number}th")
+
+
+# --- What a launcher and a queue need on the cluster -----------------------------------------
+# Each pinned, from the release's own install instructions read at its tag; every install block
+# can run twice (`kubectl apply --server-side`). A new webhook refuses objects for a few
+# seconds after its Deployment is ready, so each block ends once a server-side dry run of a
+# small object of its kinds is admitted (nothing is created), at most WEBHOOK_TRIES times.
+
+# JobSet v0.12.0 (github:kubernetes-sigs/jobset, tag v0.12.0, commit f22e565a): README.md and
+# site/content/en/docs/installation/_index.md "Install a released version"; its Deployment is
+# config/components/manager/manager.yaml's controller-manager, named by config/default's
+# namePrefix jobset- in its namespace jobset-system.
+JOBSET_RELEASE = "v0.12.0"
+JOBSET_MANIFESTS = ("https://github.com/kubernetes-sigs/jobset/releases/download/"
+                    f"{JOBSET_RELEASE}/manifests.yaml")
+JOBSET_NAMESPACE = "jobset-system"
+JOBSET_DEPLOYMENT = "jobset-controller-manager"
+JOBSET_CRD = "jobsets.jobset.x-k8s.io"
+# Kubeflow Trainer v2.3.0 (github:kubeflow/trainer, tag v2.3.0, commit 658725bd):
+# docs/operator-guides/installation.md "Install with Kustomize". Its overlay manifests/overlays/
+# manager puts it all in kubeflow-system: the TrainJob, TrainingRuntime and
+# ClusterTrainingRuntime CRDs, the Deployment kubeflow-trainer-controller-manager
+# (manifests/base/manager/manager.yaml), and JobSet v0.12.0's own release manifest
+# (manifests/third-party/jobset), whose controller runs there as jobset-controller-manager:
+# JobSet's manifest applied as well would run a second JobSet controller and webhook.
+TRAINER_RELEASE = "v2.3.0"
+TRAINER_MANIFESTS = ("https://github.com/kubeflow/trainer.git/manifests/overlays/manager"
+                     f"?ref={TRAINER_RELEASE}")
+TRAINER_NAMESPACE = "kubeflow-system"
+TRAINER_DEPLOYMENTS = (JOBSET_DEPLOYMENT, "kubeflow-trainer-controller-manager")
+TRAINER_CRDS = ("trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org")
+# Kueue v0.19.2 (github:kubernetes-sigs/kueue, tag v0.19.2, commit 8eab6877):
+# site/content/en/docs/getting-started/installation.md (a released version; a custom
+# configuration is the ConfigMap kueue-manager-config's controller_manager_config.yaml, read
+# only at start: restart the Deployment); config/default: namespace kueue-system, namePrefix
+# kueue-; config/components/manager: the ConfigMap manager-config, mounted by subPath.
+KUEUE_RELEASE = "v0.19.2"
+KUEUE_MANIFESTS = ("https://github.com/kubernetes-sigs/kueue/releases/download/"
+                   f"{KUEUE_RELEASE}/manifests.yaml")
+KUEUE_NAMESPACE = "kueue-system"
+KUEUE_DEPLOYMENT = "kueue-controller-manager"
+KUEUE_CONFIG_MAP, KUEUE_CONFIG_KEY = "kueue-manager-config", "controller_manager_config.yaml"
+KUEUE_CRD = LOCAL_QUEUES
+# waitForPodsReady, all or nothing: an admitted run whose pods are not all ready (pulled,
+# started) within `timeout` is evicted and queued again; 30 minutes leave a fresh GPU node time
+# to pull a multi-GB image. blockAdmission: while a run's pods are not all ready, the
+# ClusterQueue admits no other, so no half-admitted run holds nodes that another one waits for.
+# After backoffLimitCount requeues Kueue deactivates the run (spec.active false) rather than
+# retry it forever, blocking the queue for `timeout` each time. recoveryTimeout (a restarted
+# run's pods not all ready again) defaults to `timeout`. v0.19 enables waitForPodsReady by
+# default (apis/config/v1beta2/defaults.go: 30m, blockAdmission false, backoffLimitCount
+# unset: requeued forever), so it is set whole here; the fields are
+# apis/config/v1beta2/configuration_types.go WaitForPodsReady and RequeuingStrategy.
+KUEUE_READY_MINUTES, KUEUE_REQUEUES = 30, 3
+KUEUE_READY: dict[str, object] = {
+    "timeout": f"{KUEUE_READY_MINUTES}m", "blockAdmission": True,
+    "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": KUEUE_REQUEUES,
+                          "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600}}
+# Kueue v0.19.2's shipped configuration (config/components/manager/controller_manager_config.yaml:
+# every key it sets, its comments left out) with waitForPodsReady. Its integrations keep the
+# release's list, which enables JobSet's (jobset.x-k8s.io/jobset) and Trainer v2's
+# (trainer.kubeflow.org/trainjob); Kubeflow's PaddleJob is not among them.
+KUEUE_CONFIG: dict[str, object] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {"groupKindConcurrency": {
+        "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+        "Cohort.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 5,
+        "ResourceFlavor.kueue.x-k8s.io": 1}},
+    "clientConnection": {"qps": 300, "burst": 500},
+    "waitForPodsReady": KUEUE_READY,
+    "integrations": {"frameworks": [
+        "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster",
+        "ray.io/rayservice", "jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper",
+        "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset",
+        "leaderworkerset.x-k8s.io/leaderworkerset"]}}
+# Kueue's integration of each launcher's top-level object (pkg/controller/jobs/*: FrameworkName).
+KUEUE_FRAMEWORKS = {"indexed": "batch/job", "jobset": "jobset.x-k8s.io/jobset",
+                    "trainjob": "trainer.kubeflow.org/trainjob",
+                    "kubeflow": "kubeflow.org/paddlejob"}
+# The field manager of the configuration's rewrite: kubectl's own owns the release's
+# ConfigMap, so the rewrite forces its way (and so does a second apply of the release).
+KUEUE_CONFIG_MANAGER = "paddlegen"
+
+WEBHOOK_PROBE = "paddlegen-webhook-check"
+WEBHOOK_TRIES, WEBHOOK_PAUSE_SECONDS = 60, 5
+ROLLOUT_SECONDS = 600
+
+
+def jobset_probe() -> Object:
+    """The smallest JobSet JobSet's webhook admits (a dry run: never made)."""
+    pod = {"restartPolicy": "Never", "containers": [{"name": "check", "image": HELPER_IMAGE}]}
+    return {"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": {"name": WEBHOOK_PROBE},
+            "spec": {"replicatedJobs": [{"name": "check", "template": {
+                "spec": {"template": {"spec": pod}}}}]}}
+
+
+def training_runtime_probe() -> Object:
+    """The smallest TrainingRuntime Trainer's webhook admits: its trainer Job, `node`, one
+    replica with a container `node` (pkg/webhooks/trainingruntime_webhook.go)."""
+    return {"apiVersion": TRAINER_API, "kind": "TrainingRuntime",
+            "metadata": {"name": WEBHOOK_PROBE},
+            "spec": {"template": {"spec": {"replicatedJobs": [{
+                "name": "node",
+                "template": {"metadata": {"labels": {TRAINER_ANCESTOR_LABEL: "trainer"}},
+                             "spec": {"template": {"spec": {"containers": [
+                                 {"name": "node", "image": HELPER_IMAGE}]}}}}}]}}}}
+
+
+def resource_flavor_probe() -> Object:
+    return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor",
+            "metadata": {"name": WEBHOOK_PROBE}}
+
+
+def webhook_probes(name: str) -> list[Object]:
+    """The dry runs that prove a controller's webhooks answer: Trainer's runs JobSet's too."""
+    return {"jobset": [jobset_probe()], "trainer": [jobset_probe(), training_runtime_probe()],
+            "kueue": [resource_flavor_probe()]}[name]
+
+
+def admitted(what: str, namespace: str, probes: list[Object]) -> str:
+    """Until the API server admits a server-side dry run of `probes` (in the namespace
+    default, which every cluster has; nothing is made), every WEBHOOK_PAUSE_SECONDS, at most
+    WEBHOOK_TRIES times; then fail, naming where to look."""
+    seconds = WEBHOOK_TRIES * WEBHOOK_PAUSE_SECONDS
+    failed = (f"the webhooks of {what} admitted no dry run in {seconds} s; see: "
+              f"kubectl --namespace={namespace} get pods,events")
+    docs = "---\n".join(to_yaml(probe) for probe in probes)
+    return ("TRIES=0\n"
+            "until kubectl --namespace=default create --dry-run=server -o name -f - >/dev/null "
+            f"<<'EOF'\n{docs}EOF\n"
+            "do\n"
+            f'  TRIES=$((TRIES + 1)); [ "$TRIES" -lt {WEBHOOK_TRIES} ] || break\n'
+            f"  sleep {WEBHOOK_PAUSE_SECONDS}\n"
+            "done\n"
+            f'if [ "$TRIES" -ge {WEBHOOK_TRIES} ]; then echo {q(failed)} >&2; false; fi\n')
+
+
+def rollout(namespace: str, deployment: str) -> str:
+    return (f"kubectl --namespace={namespace} rollout status deployment/{deployment} "
+            f"--timeout={ROLLOUT_SECONDS}s\n")
+
+
+def kueue_config(training: CollectiveTraining) -> dict[str, object]:
+    """KUEUE_CONFIG, with Kubeflow's PaddleJob among the integrations for the kubeflow
+    launcher (deprecated in Kueue, and not in the release's list; rule legacy-operator warns)."""
+    framework = KUEUE_FRAMEWORKS[training.launcher]
+    integrations = KUEUE_CONFIG["integrations"]
+    assert isinstance(integrations, dict)
+    if framework in integrations["frameworks"]:
+        return KUEUE_CONFIG
+    return {**KUEUE_CONFIG, "integrations": {
+        "frameworks": [*integrations["frameworks"], framework]}}
+
+
+def kueue_config_map(training: CollectiveTraining) -> Object:
+    """The ConfigMap of Kueue's configuration, kueue_config as its one key."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": KUEUE_CONFIG_MAP, "namespace": KUEUE_NAMESPACE},
+            "data": {KUEUE_CONFIG_KEY: Block(to_yaml(kueue_config(training)))}}
+
+
+@dataclass(frozen=True)
+class Controller:
+    """What a launcher or a queue needs on the cluster: its pinned release, a command that
+    finds it there, and the block that installs it."""
+
+    name: str  # jobset, trainer or kueue
+    title: str
+    check: str  # succeeds where it is installed
+    install: str  # shell lines; can run twice
+    about: str  # what the block does, for the runbook
+    git: bool = False  # kubectl fetches its manifests with git (kustomize's remote base)
+
+
+def jobset_controller() -> Controller:
+    return Controller(
+        "jobset", f"JobSet {JOBSET_RELEASE}", f"kubectl get crd {JOBSET_CRD}",
+        f"kubectl apply --server-side -f {q(JOBSET_MANIFESTS)}\n"
+        + rollout(JOBSET_NAMESPACE, JOBSET_DEPLOYMENT)
+        + admitted("JobSet", JOBSET_NAMESPACE, webhook_probes("jobset")),
+        f"JobSet's release manifest makes the JobSet CRD and its controller, "
+        f"`{JOBSET_DEPLOYMENT}` in `{JOBSET_NAMESPACE}`; the block waits for it, then for its "
+        f"webhook: a new one refuses objects for a few seconds, so the block retries a "
+        f"server-side dry run of a small JobSet (nothing is made) until it is admitted, at most "
+        f"{WEBHOOK_TRIES * WEBHOOK_PAUSE_SECONDS} s (the first tries may print `failed calling "
+        f"webhook`).")
+
+
+def trainer_controller() -> Controller:
+    crds = " ".join((*TRAINER_CRDS, JOBSET_CRD))
+    return Controller(
+        "trainer", f"Kubeflow Trainer {TRAINER_RELEASE}, with JobSet {JOBSET_RELEASE}",
+        f"kubectl get crd {crds}",
+        f"kubectl apply --server-side -k {q(TRAINER_MANIFESTS)}\n"
+        + "".join(rollout(TRAINER_NAMESPACE, name) for name in TRAINER_DEPLOYMENTS)
+        + admitted("Kubeflow Trainer or JobSet", TRAINER_NAMESPACE, webhook_probes("trainer")),
+        f"Kubeflow Trainer's `manager` overlay makes the TrainJob and TrainingRuntime CRDs and "
+        f"the controller `{TRAINER_DEPLOYMENTS[1]}`, and brings JobSet {JOBSET_RELEASE}, "
+        f"whose controller runs beside it in `{TRAINER_NAMESPACE}` (JobSet's own manifest "
+        f"would make a second one: do not apply it too). The block waits for both, then for "
+        f"their webhooks: new ones refuse objects for a few seconds, so it retries a "
+        f"server-side dry run of a small JobSet and TrainingRuntime (nothing is made) until "
+        f"both are admitted, at most {WEBHOOK_TRIES * WEBHOOK_PAUSE_SECONDS} s (the first tries "
+        f"may print `failed calling webhook`).", git=True)
+
+
+def kueue_controller(training: CollectiveTraining) -> Controller:
+    framework = KUEUE_FRAMEWORKS[training.launcher]
+    integrations = (f"the integrations of the release, `{framework}` among them"
+                    if kueue_config(training) is KUEUE_CONFIG else
+                    f"the integrations of the release and `{framework}`, which it does not "
+                    "enable (deprecated, to be removed in Kueue v0.20)")
+    return Controller(
+        "kueue", f"Kueue {KUEUE_RELEASE}, all of a run's pods or none",
+        f"kubectl get crd {KUEUE_CRD}",
+        f"kubectl apply --server-side --force-conflicts -f {q(KUEUE_MANIFESTS)}\n"
+        f"kubectl apply --server-side --force-conflicts --field-manager={KUEUE_CONFIG_MANAGER} "
+        f"-f - <<'EOF'\n{to_yaml(kueue_config_map(training))}EOF\n"
+        f"kubectl --namespace={KUEUE_NAMESPACE} rollout restart deployment/{KUEUE_DEPLOYMENT}\n"
+        + rollout(KUEUE_NAMESPACE, KUEUE_DEPLOYMENT)
+        + admitted("Kueue", KUEUE_NAMESPACE, webhook_probes("kueue")),
+        f"Kueue's release manifest makes its CRDs and controller, `{KUEUE_DEPLOYMENT}` in "
+        f"`{KUEUE_NAMESPACE}`; the block then rewrites its configuration, the ConfigMap "
+        f"`{KUEUE_CONFIG_MAP}`: the release's own, with `waitForPodsReady` set (a "
+        f"{KUEUE_READY_MINUTES}-minute timeout for all of a run's pods to be ready, "
+        f"`blockAdmission: true`, and at most {KUEUE_REQUEUES} requeues) and {integrations}; "
+        f"Kueue reads it only "
+        f"when it starts, so the block restarts it, waits for it, then for its webhook, "
+        f"retrying a server-side dry run of a ResourceFlavor (nothing is made) at most "
+        f"{WEBHOOK_TRIES * WEBHOOK_PAUSE_SECONDS} s. A second run of the block applies the "
+        f"release again and forces its configuration back, then rewrites it.")
+
+
+def controllers(training: CollectiveTraining) -> list[Controller]:
+    """What the run needs on the cluster, in install order: JobSet for jobset, Trainer (which
+    brings JobSet) for trainjob, then Kueue for a queue, which enables its integrations of the
+    CRDs it finds when it starts."""
+    found = {"jobset": [jobset_controller()],
+             "trainjob": [trainer_controller()]}.get(training.launcher, [])
+    return found + ([kueue_controller(training)] if training.queue else [])
 
 
 # How long a node may take to pull the training image and run the CUDA check: a GPU base image

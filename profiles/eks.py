@@ -11,12 +11,14 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
+from math import ceil
 from shlex import quote as q
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from paddlegen.compiler import collective
+from paddlegen.compiler import collective, kube_objects, kueue
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.collective import CollectiveTraining
 from paddlegen.compiler.kube_objects import (
@@ -374,7 +376,7 @@ def unknown_type(kind: str) -> bool:
             and not typo_hint(kind))
 
 
-@rule("instance-type", reads=TYPE_READS)
+@rule("instance-type", reads=(*TYPE_READS, "training.queue"))
 def instance_type(spec: EksSpec) -> Iterable[Violation]:
     """cluster.workerInstanceType is a type PaddlePaddle's images run on: they are built for
     NVIDIA GPUs and CPUs, on x86_64. Types of other hardware are refused by what they have:
@@ -384,8 +386,9 @@ def instance_type(spec: EksSpec) -> Iterable[Violation]:
     (profiles/aws/instance-types.json) is taken for a typo of it. A type outside the table is
     an error where paddlegen would have to guess what it writes: with cluster.efa, how many
     adapters each pod gets (none would leave NCCL on TCP while eksctl enables EFA); with
-    framework paddle and no training.resources, the pods' size. Otherwise the output is what
-    the spec says, and rule unknown-instance-type warns of what goes unchecked."""
+    framework paddle and no training.resources, the pods' size; with training.queue, the
+    quota of the node group's ClusterQueue. Otherwise the output is what the spec says, and
+    rule unknown-instance-type warns of what goes unchecked."""
     kind, path = spec.cluster.worker_instance_type, ("cluster", "workerInstanceType")
     hardware = capacity.unsupported(kind)
     if hardware is not None:
@@ -403,6 +406,11 @@ def instance_type(spec: EksSpec) -> Iterable[Violation]:
             yield path, (f"paddlegen does not know {kind}'s CPUs, memory and GPUs, so it cannot "
                          "size the trainer pods to it; set training.resources (requests and "
                          f"limits), or choose a type of {INSTANCE_TABLE}")
+        if spec.training.framework == "paddle" and spec.training.queue is not None:
+            yield ("training", "queue"), (
+                f"paddlegen does not know {kind}'s CPUs, memory and GPUs, so it cannot write "
+                f"the quota of the node group's ClusterQueue; choose a type of "
+                f"{INSTANCE_TABLE}, or leave queue out")
 
 
 def instead_of(kind: str, hardware: str) -> str:
@@ -413,7 +421,8 @@ def instead_of(kind: str, hardware: str) -> str:
     return f"its x86_64 counterpart {sibling}" if sibling else "an x86_64 type (Intel or AMD)"
 
 
-@rule("unknown-instance-type", severity="warning", reads=(*TYPE_READS, "training.gpusPerNode"))
+@rule("unknown-instance-type", severity="warning",
+      reads=(*TYPE_READS, "training.gpusPerNode", "training.queue"))
 def unknown_instance_type(spec: EksSpec) -> Iterable[Violation]:
     """cluster.workerInstanceType is in paddlegen's table (profiles/aws/instance-types.json),
     which holds the common sizes of the families people train on. Another real type builds
@@ -421,10 +430,10 @@ def unknown_instance_type(spec: EksSpec) -> Iterable[Violation]:
     rest), so it is a warning, not an error: but nothing checks its GPUs against gpusPerNode,
     its EFA adapters, whether the pods' CPU and memory requests fit a node, nor how many pods
     share one."""
-    kind = spec.cluster.worker_instance_type
-    if not unknown_type(kind) or spec.cluster.efa or (
-            spec.training.framework == "paddle" and spec.training.resources is None):
-        return
+    kind, t = spec.cluster.worker_instance_type, spec.training
+    if not unknown_type(kind) or spec.cluster.efa or (t.framework == "paddle" and (
+            t.resources is None or t.queue is not None)):
+        return  # rule instance-type refuses it
     gpus = trainer_gpus(spec)
     asked = f" (gpusPerNode {gpus})" if gpus else ""
     yield ("cluster", "workerInstanceType"), (
@@ -490,17 +499,20 @@ def larger_type(kind: str, gpus: int) -> str:
     return f"split the work: no type paddlegen knows has {gpus}"
 
 
-@rule("node-group-capacity", reads=(*TYPE_READS, "training.gpusPerNode", "training.nodes",
-                                    "training.launcher", "cluster.workerCount"))
+GROUP_READS = (*TYPE_READS, "training.gpusPerNode", "training.nodes", "training.launcher",
+               "cluster.workerCount", "training.queue")
+
+
+@rule("node-group-capacity", reads=GROUP_READS)
 def node_group_capacity(spec: EksSpec) -> Iterable[Violation]:
     """The node group holds every trainer pod: training.nodes at most cluster.workerCount times
     the pods one node holds (by GPUs, by CPU and memory requests against what a node leaves
     trainer pods, by EFA adapters, by the pods its kubelet admits), or the pods beyond stay
     Pending while the rest wait for them. Unset, workerCount is the fewest nodes that hold
     them (paddle) or training.nodes (paddle-v1); the seed launcher's one pod a node is rule
-    worker-capacity's."""
+    worker-capacity's, and a job over its queue's quota rule queue-quota's."""
     node, t, workers = worker_node(spec.cluster), spec.training, spec.cluster.worker_count
-    if node is None or workers is None or t.launcher == "seed":
+    if node is None or workers is None or t.launcher == "seed" or over_quota(spec):
         return
     fit = pods_per_node(spec, node)
     if fit and t.nodes > workers * fit:  # none fits: rule instance-capacity says why
@@ -510,6 +522,59 @@ def node_group_capacity(spec: EksSpec) -> Iterable[Violation]:
             f"{count(fit, 'trainer pod')} each, holds {held} of the {t.nodes} pods of "
             f"training.nodes: {t.nodes - held} would stay Pending; raise workerCount to "
             f"{-(-t.nodes // fit)}, or lower training.nodes to {held}")
+
+
+def pod_requests(spec: EksSpec, node: capacity.Node) -> dict[str, Decimal]:
+    """What each trainer pod requests, in the units of the node group's quota (millicores, MiB,
+    GPUs, EFA adapters), as Kubernetes and Kueue count it: the request, else the limit."""
+    resources, gpus = trainer_resources(spec, node), trainer_gpus(spec)
+    found = {name: quantity(asked[1]) / unit if (asked := requested(resources, name)) else
+             Decimal(0) for name, unit in (("cpu", capacity.MILLI), ("memory", capacity.MIB))}
+    found[collective.GPU_RESOURCE] = Decimal(gpus)
+    found[EFA_RESOURCE] = Decimal(node.efa_per_pod(gpus) if node.efa_adapters else 0)
+    return found
+
+
+def over_quota(spec: EksSpec) -> list[tuple[kueue.Quota, Decimal]]:
+    """With a queue, each quota of the node group's ClusterQueue that the job's pods need more
+    of, all together, and what they need; none where the rules of a node's size say what is
+    wrong (a type paddlegen does not know, a pod no node holds)."""
+    node, t, workers = worker_node(spec.cluster), spec.training, spec.cluster.worker_count
+    if t.queue is None or t.framework != "paddle" or node is None or workers is None \
+            or not pods_per_node(spec, node):
+        return []  # unset, workerCount is the fewest nodes that hold the pods: they fit
+    asked = pod_requests(spec, node)
+    return [(quota, t.nodes * asked[quota.resource])
+            for quota in capacity.node_group_quota(node, workers)
+            if t.nodes * asked[quota.resource] > quota.amount]
+
+
+@rule("queue-quota", reads=GROUP_READS)
+def queue_quota(spec: EksSpec) -> Iterable[Violation]:
+    """With training.queue, the job fits the quota of its ClusterQueue, which paddlegen writes
+    as what the node group leaves trainer pods (cluster.workerCount nodes, each with the
+    numbers rule instance-capacity sizes the pods by, and every GPU and EFA adapter):
+    training.nodes times each pod's requests at most the quota of each resource, or Kueue
+    admits none of the job, ever. Said here in the stead of rule node-group-capacity, whose
+    Pending pods a queue never makes."""
+    over = over_quota(spec)
+    if not over:
+        return
+    node, t = worker_node(spec.cluster), spec.training
+    assert node is not None and spec.cluster.worker_count is not None  # over_quota's
+    workers, fit = spec.cluster.worker_count, pods_per_node(spec, node)
+    needs = listed([f"{ceil(need)}{quota.unit} {quota.resource}" for quota, need in over])
+    holds = listed([quota.quantity for quota, _ in over])
+    yield ("training", "queue"), (
+        f"the {t.nodes} trainer pods need {needs}; the ClusterQueue {NODE_GROUP} holds "
+        f"{holds} (what the node group, {count(workers, 'node')} of {node.kind}, leaves trainer "
+        f"pods), so Kueue would never admit the job; raise cluster.workerCount to "
+        f"{-(-t.nodes // fit)}, or lower training.nodes to {workers * fit}")
+
+
+def listed(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join(filter(None, (", ".join(items[:-1]), items[-1])))
 
 
 @rule("idle-gpus", severity="warning", reads=("cluster.workerInstanceType", "cluster.efa",
@@ -544,6 +609,7 @@ class EksPlan:
     volume: EfsCsiVolume
     data: DataJob | None  # paddle runs one only if the spec names its image
     training: PserverTraining | CollectiveTraining
+    queues: kueue.Queues | None = None  # with training.queue: Kueue's, for the node group
 
     @property
     def launcher(self) -> str:
@@ -553,7 +619,7 @@ class EksPlan:
 # NCCL over EFA (aws-ofi-nccl in the image): libfabric's EFA provider, GPUDirect RDMA on the
 # types whose EFA reads GPU memory directly, and NCCL's INFO log, whose lines tell whether it took
 # EFA or fell back to TCP (the runbook quotes them).
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
+EFA_RESOURCE = capacity.EFA_RESOURCE
 RDMA_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
 
 
@@ -582,11 +648,41 @@ def derive(spec: EksSpec) -> EksPlan:
         spec, volume, tgt.kube, efa_wiring(spec.cluster, node, trainer_gpus(spec)),
         CLUSTER_DOMAIN, sized_resources(spec, node))
     return EksPlan(meta_of(spec, tgt, training.image), cluster, f"{cluster.name}-efs",
-                   f"{cluster.name}-eksctl", volume, data, training)
+                   f"{cluster.name}-eksctl", volume, data, training,
+                   queues(spec.training.queue, node, cluster.worker_count or 0))
+
+
+# Kueue's objects for a run with a queue. The ClusterQueue is the node group's quota, named after
+# it: the cluster is this tree's own, and an EKS cluster's name may hold capitals, which no
+# Kubernetes name may. The flavor is the node group's nodes, by labels the nodes carry: the
+# kubelet's instance type, and the node group's name, which EKS puts on a managed node group's
+# nodes (eksctl v0.230.0 selects an unowned managed group's nodes by it,
+# pkg/apis/eksctl.io/v1alpha5/types.go EKSNodeGroupNameLabel).
+NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+def queues(queue: str | None, node: capacity.Node | None, workers: int
+           ) -> kueue.Queues | None:
+    """The run's queues: its LocalQueue `queue` in its namespace, on a ClusterQueue whose quota
+    is what the node group leaves trainer pods (None without a queue, or for a type paddlegen
+    does not know, which rule instance-type refuses with a queue)."""
+    if queue is None or node is None:
+        return None
+    return kueue.Queues(
+        flavor=node.kind,
+        node_labels=((INSTANCE_TYPE_LABEL, node.kind), (NODE_GROUP_LABEL, NODE_GROUP)),
+        cluster_queue=NODE_GROUP, local_queue=queue,
+        quota=capacity.node_group_quota(node, workers))
 
 
 def objects(plan: EksPlan) -> list[Object]:
-    return workload.objects(plan.meta, plan.volume, plan.data, plan.training)
+    """The namespace first (the LocalQueue lives in it), then the queues, then what they
+    admit and what it needs."""
+    queued = kueue.objects(plan.meta, plan.queues) if plan.queues else []
+    return [*kube_objects.namespace(plan.meta), *queued,
+            *workload.objects(plan.meta, plan.volume, plan.data, plan.training,
+                              own_namespace=False)]
 
 
 def cluster_config(plan: EksPlan) -> dict[str, Any]:
@@ -745,8 +841,10 @@ def checks(plan: EksPlan) -> list[FileViolation]:
 
 def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
     """The tools, IAM, the cluster, the file system (whose id comes back into the spec), the
-    training operator with kubeflow, the data and training of either framework, the output off
-    EFS and the teardown: profiles/eks.md.j2, filled from the plan."""
+    training operator with kubeflow, what a PaddlePaddle 3 run's launcher and queue need
+    (JobSet, Kubeflow Trainer, Kueue), the data and training of either framework, the output
+    off EFS and the teardown: profiles/eks.md.j2, filled from the plan."""
+    training = plan.training
     return render(__package__, "eks.md.j2", {
         "plan": plan, "manifest_paths": manifest_paths,
         "collective_run": isinstance(plan.training, CollectiveTraining), "rb": rb,
@@ -757,7 +855,9 @@ def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
         "log_group": log_group, "image": training_image(plan), "ecr": ecr_repository(plan),
         "trainers": rb.run_trainers(plan.meta, plan.data, plan.training, manifest_paths[-1]),
         "logs": workload.pod_log_dir(plan.training), "failures": failures,
-        "data_mount": SEED_DATA_MOUNT, "before_you_start": before_you_start(plan)})
+        "data_mount": SEED_DATA_MOUNT, "before_you_start": before_you_start(plan),
+        "controllers": (rb.controllers(training) if isinstance(training, CollectiveTraining)
+                        else [])})
 
 
 ECR_IMAGE = re.compile(r"(?P<registry>(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)"
@@ -890,6 +990,8 @@ def before_you_start(plan: EksPlan) -> str:
         needs.append("docker, to build, check and push the training image (no GPU needed)")
     if plan.launcher == "kubeflow":
         needs.append("git, with which kubectl fetches the training operator's manifests")
+    if plan.launcher == "trainjob":
+        needs.append("git, with which kubectl fetches Kubeflow Trainer's manifests")
     needs.append("a shell in the directory of this file (`cd out/`): the blocks read `$PWD`")
     return cost.before_you_start(
         c.region, costs, "Data transfer, the NAT gateway's per-GB charge and storage",
@@ -926,7 +1028,7 @@ PROFILE = Profile(
            workload.kubeflow_names, workload.indexed_names, workload.jobset_names,
            workload.trainjob_names, workload.restarts, workload.grace_period,
            workload.legacy_operator, instance_type,
-           unknown_instance_type, instance_capacity, node_group_capacity, idle_gpus,
+           unknown_instance_type, instance_capacity, node_group_capacity, queue_quota, idle_gpus,
            either(release_fields(target, JOBS, target_reads=TARGET_READS)),
            either(resource_limits(JOBS)), either(job_names), v1_only(split_count),
            aws_region, zones_in_region, storage_request, efs_file_system,

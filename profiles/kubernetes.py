@@ -182,13 +182,41 @@ def files(plan: KubernetesPlan) -> dict[str, str]:
     return {}
 
 
+def plural(kind: str) -> str:
+    return f"{kind[:-1]}ies" if kind.endswith("y") else f"{kind}s"
+
+
+def rights(plan: KubernetesPlan) -> str:
+    """The kinds of the tree's objects, which the runbook's user creates, in the tree's order."""
+    kinds = dict.fromkeys(plural(obj["kind"]) for obj in objects(plan))
+    return ", ".join(kinds)
+
+
+def reads(plan: KubernetesPlan) -> str:
+    """What the runbook's waits read beside what the tree makes: the JobSet Trainer makes of a
+    TrainJob (its restarts), and with a queue Kueue's Workloads and the LocalQueue."""
+    training = plan.training
+    if not isinstance(training, CollectiveTraining):
+        return ""
+    kinds = (["JobSets"] if training.launcher == "trainjob" else []) + (
+        ["Kueue's Workloads and LocalQueues"] if training.queue else [])
+    return " and ".join(kinds)
+
+
 def runbook(plan: KubernetesPlan, manifest_paths: list[str]) -> str:
+    """What the cluster must have (and, for a cluster the user administers, how to install
+    what the launcher and a queue need), the data and training, the output, the teardown:
+    profiles/kubernetes.md.j2, filled from the plan."""
     meta, training, data = plan.meta, plan.training, plan.data
     *first, training_manifest = manifest_paths
+    collective_run = isinstance(training, CollectiveTraining)
     return render(__package__, "kubernetes.md.j2", {
         "rb": rb, "meta": meta, "kube": meta.target.kube, "volume": plan.volume,
         "training": training, "data": data, "logs": workload.pod_log_dir(training),
-        "collective": isinstance(training, CollectiveTraining),
+        "collective": collective_run, "rights": rights(plan), "reads": reads(plan),
+        "gang": plan.launcher in collective.GANG_LAUNCHERS,
+        "controllers": rb.controllers(training) if isinstance(training, CollectiveTraining)
+        else [],
         "existing": isinstance(plan.volume, ExistingClaim),
         "operator": plan.launcher == "kubeflow", "operator_release": TRAINING_OPERATOR,
         "operator_manifests": OPERATOR_MANIFESTS, "pre": rb.preamble(meta.name),

@@ -170,8 +170,11 @@ class WorkloadTraining(SpecModel):
         "kubelet may kill the launcher first."))] = None
     queue: Annotated[str | None, text(p.DNS_LABEL, (
         "paddle: the Kueue LocalQueue that admits the run, all of its pods or none (the label "
-        "kueue.x-k8s.io/queue-name on the JobSet, TrainJob or Job). On eks paddlegen also "
-        "writes the queue and its quota for the node group."))] = None
+        "kueue.x-k8s.io/queue-name on the JobSet, TrainJob, Job or PaddleJob). On eks "
+        "paddlegen also writes it in the job's namespace, the ClusterQueue `trainers` it "
+        "points to, whose quota is what the node group leaves trainer pods, and their "
+        "ResourceFlavor, the node group's nodes; on kubernetes only the label: the cluster's "
+        "admin owns its queues."))] = None
     port: Annotated[int | None, Field(ge=1, le=65535, description=(
         "paddle-v1: first pserver port (--port); default 7164."))] = None
     ports_num: Annotated[int | None, Field(ge=1, le=100, description=(

@@ -3,13 +3,24 @@ wired as Kubernetes would wire it, so that tests can run real programs (PaddlePa
 across "pods" that find each other only through what their manifests say.
 
 Input: the job's objects as loaded from YAML (ConfigMaps, Services, and one workload: a batch/v1
-Job with `completionMode: Indexed`, or a kubeflow.org/v1 PaddleJob). `run_pods` then:
+Job with `completionMode: Indexed`, a kubeflow.org/v1 PaddleJob, a jobset.x-k8s.io/v1alpha2
+JobSet, or a trainer.kubeflow.org/v1alpha1 TrainJob with its TrainingRuntime). `run_pods` runs
+them to the end; a `Simulation` runs them while a test acts on the run (kills a pod's container,
+evicts a pod, waits for a line a pod writes, reads the JobSet's status). It:
 
-- plays the workload's controller: the pods it creates, with their names, hostnames, labels,
-  annotations, and the env vars the controller appends to every container; for a Job, its
-  backoffLimit: once more pods have failed than it allows, the Job fails and its running pods
-  are deleted (pkg/controller/job/job_controller.go, `exceedsBackoffLimit := jobCtx.failed >
-  *job.Spec.BackoffLimit`), here killed at once;
+- plays the workload's controllers (ControlPlane), each from the objects as built, never from
+  what they are expected to say: the pods they create, with their names, hostnames, labels,
+  annotations, and the env vars the controller appends to every container. The Job
+  controller (syncJob): a Job's pod-failure policy, backoffLimit and activeDeadlineSeconds, in
+  its order; its failure first as FailureTarget, the Failed condition only once none of its pods
+  is terminating; its syncs batched a second after pod events. The training operator makes a
+  PaddleJob's pods once. JobSet v0.12.0: its webhook's defaults, its child Jobs and headless
+  Service, its failure policy (rules in order; RestartJobSet, counted against maxRestarts;
+  RestartJobSetAndIgnoreMaxRestarts; FailJobSet), a restart's foreground deletion of the
+  previous attempt's Jobs and their recreation under the same names, labelled with the new
+  attempt, once the old ones are gone; its success policy. Kubeflow Trainer v2.3.0: a TrainJob's
+  JobSet from its runtime (plainML), its Complete and Failed conditions. The garbage collector:
+  foreground deletion. Each function cites its source;
 - plays cluster DNS (see serve_cluster_dns): a DNS server on the nameserver address every pod's
   resolv.conf names, in the pods' network namespace, that answers as CoreDNS's kubernetes plugin
   answers for headless Services: A records for `<service>.<ns>.svc.<domain>` (every pod
@@ -29,7 +40,13 @@ Job with `completionMode: Indexed`, or a kubeflow.org/v1 PaddleJob). `run_pods` 
   `value`/`valueFrom`/`envFrom` with `$(VAR)` expansion, `command` and `args` expanded against
   it, volumes (configMap, emptyDir, persistentVolumeClaim) mounted at their `mountPath`s, the
   container's `workingDir`;
-- plays the container runtime: each pod is `unshare --mount --uts --pid --fork --mount-proc`,
+- plays the kubelet's side of a pod's end: its container's exit code (128 + the signal that
+  killed it), its phase (Succeeded if it exited 0, else Failed, deleted or not); a deleted pod's
+  container gets SIGTERM at its PID 1, and SIGKILL once terminationGracePeriodSeconds have
+  passed; a pod is in its Services' DNS records from `dns_delay` seconds after it was made
+  until it ends (or is deleted, for a Service without publishNotReadyAddresses);
+- plays the container runtime: each pod has its own mount, UTS and PID namespaces (as
+  `unshare --mount --uts --pid --fork --mount-proc` makes them; see pod_parent_main),
   with its own hostname and a loopback address as pod IP (pod k gets 127.0.<k+1>.1), in the
   run's own network namespace (see start_network). Its root is an overlay of this machine's
   root filesystem (the "image") with a tmpfs upper layer, built inside the pod's mount
@@ -46,11 +63,13 @@ lo, not a stack of its own): runs, and the host's own listeners, never see each 
 and no pod can send a packet off this machine.
 
 Not simulated: ClusterIP Services and service-link env vars (KUBERNETES_SERVICE_HOST, ...),
-Secrets, restarts (restartPolicy; a Job's failed pod is not replaced, and a PaddleJob's
-runPolicy is not read), more than one container per pod (init containers are run, in order),
-securityContext, resource enforcement, probes; of DNS: TCP, PTR records, the `<ip-with-dashes>`
-names of pods without a hostname, SRV records, pods leaving the EndpointSlice, one pod's record
-appearing before another's.
+Secrets, a container restarted in place (restartPolicy OnFailure is refused), a Job's failed pod
+replaced (its backoffLimit is counted, no pod is made again), a PaddleJob's runPolicy, JobSet's
+RestartJob actions, InPlaceRestart, startup policy, dependsOn and coordinator, TrainJob
+runtimePatches and framework mlPolicies, scheduling, more than one container per pod (init
+containers are run, in order), securityContext, resource enforcement, probes (a running pod is
+ready); of DNS: TCP, PTR records, the `<ip-with-dashes>` names of pods without a hostname, SRV
+records.
 """
 
 from __future__ import annotations
@@ -72,10 +91,11 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -91,8 +111,8 @@ CLUSTER_DNS_IP = "127.0.0.10"
 DNS_TTL = 5  # seconds: CoreDNS's kubernetes plugin's default `ttl`
 DEFAULT_BACKOFF_LIMIT = 6  # a Job's spec.backoffLimit when unset
 JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
-HOST_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"  # all unshare's own environment holds
-KILL_GRACE = 30.0  # seconds for a killed pod's processes to be gone before unshare is killed
+HOST_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"  # all nsenter's own environment holds
+KILL_GRACE = 30.0  # seconds for a killed pod's processes to be gone before its parent is killed
 ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 
 # kubeflow/training-operator v1.9.4 (github:kubeflow/trainer, tag v1.9.4):
@@ -145,16 +165,6 @@ class Cluster:
     pods: list[Pod]
     services: list[Obj]
     config_maps: dict[tuple[str, str], Obj]
-    failures_allowed: int | None = None  # a Job's backoffLimit; None: pod failures end nothing
-
-
-@dataclass(frozen=True)
-class PodResult:
-    name: str
-    ip: str
-    exit_code: int | None  # None: still running when the run ended (timeout, failed Job): killed
-    log: str  # the pod's stdout and stderr
-    pid_namespace: str | None  # e.g. "pid:[4026532179]", to check that nothing of it is left
 
 
 # -- Objects -------------------------------------------------------------------------------------
@@ -205,7 +215,8 @@ def indexed_job_pods(job: Obj) -> list[Pod]:
     if spec.get("completionMode") != "Indexed":
         raise ValueError("podsim runs Indexed Jobs only (spec.completionMode: Indexed)")
     name, namespace = name_of(job), namespace_of(job)
-    job_uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"podsim/job/{namespace}/{name}"))
+    job_uid = str(job["metadata"].get("uid")
+                  or uuid.uuid5(uuid.NAMESPACE_URL, f"podsim/job/{namespace}/{name}"))
     count = min(int(spec.get("parallelism", 1)), int(spec["completions"]))
     template = copy.deepcopy(spec["template"])
     for container in containers_of(template["spec"]):
@@ -222,7 +233,7 @@ def indexed_job_pods(job: Obj) -> list[Pod]:
         pod_spec = copy.deepcopy(template["spec"])
         pod_spec["hostname"] = f"{name}-{index}"
         pods.append(Pod(
-            name=f"{name}-{index}-{stable_suffix(f'{namespace}/{name}/{index}')}",
+            name=f"{name}-{index}-{stable_suffix(f'{job_uid}/{index}')}",
             namespace=namespace,
             labels={**labels, JOB_INDEX_KEY: str(index)},
             annotations={**template.get("metadata", {}).get("annotations", {}),
@@ -331,36 +342,858 @@ def paddlejob_services(job: Obj) -> list[Obj]:
     return services
 
 
-def simulate_controllers(objects: Sequence[Obj]) -> Cluster:
-    """The cluster's state once the job's controller has created its pods and Services."""
-    jobs = [o for o in objects if o.get("kind") == "Job" and o.get("apiVersion") == "batch/v1"]
-    paddlejobs = [o for o in objects
-                  if o.get("kind") == "PaddleJob" and o.get("apiVersion") == "kubeflow.org/v1"]
-    if len(jobs) + len(paddlejobs) != 1:
-        raise ValueError("podsim runs exactly one workload: a batch/v1 Job or a PaddleJob")
-    services = [o for o in objects if o.get("kind") == "Service"]
-    failures_allowed = None
-    if jobs:
-        pods = indexed_job_pods(jobs[0])
-        failures_allowed = int(jobs[0]["spec"].get("backoffLimit", DEFAULT_BACKOFF_LIMIT))
-    else:
-        pods = paddlejob_pods(paddlejobs[0])
-        services += paddlejob_services(paddlejobs[0])
-    for ordinal, pod in enumerate(pods):
-        pod.ip = pod_ip(ordinal)
-    config_maps = {(namespace_of(o), name_of(o)): o
-                   for o in objects if o.get("kind") == "ConfigMap"}
-    return Cluster(pods=pods, services=services, config_maps=config_maps,
-                   failures_allowed=failures_allowed)
+# -- The control plane: the Job, JobSet and Trainer controllers ------------------------------------
+#
+# Sources, read at their tags (the fact sheet of this work quotes them): Kubernetes'
+# pkg/controller/job (job_controller.go, pod_failure_policy.go, indexed_job_utils.go), JobSet
+# v0.12.0 (github:kubernetes-sigs/jobset: pkg/controllers/jobset_controller.go,
+# failure_policy.go, success_policy.go; pkg/webhooks/jobset_webhook.go; pkg/constants), Kubeflow
+# Trainer v2.3.0 (github:kubeflow/trainer: pkg/runtime/framework/plugins/jobset/{jobset,builder}.go,
+# pkg/runtime/framework/plugins/plainml/plainml.go, pkg/runtime/core/trainingruntime.go,
+# pkg/webhooks/trainingruntime_webhook.go). Times are seconds since the run began.
+
+JOBSET_API, TRAINER_API = "jobset.x-k8s.io/v1alpha2", "trainer.kubeflow.org/v1alpha1"
+# api/jobset/v1alpha2/jobset_types.go and pkg/constants/constants.go
+JOBSET_NAME_KEY = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_UID_KEY = "jobset.sigs.k8s.io/jobset-uid"
+REPLICATED_JOB_NAME_KEY = "jobset.sigs.k8s.io/replicatedjob-name"
+REPLICATED_JOB_REPLICAS_KEY = "jobset.sigs.k8s.io/replicatedjob-replicas"
+GLOBAL_REPLICAS_KEY = "jobset.sigs.k8s.io/global-replicas"
+JOBSET_JOB_INDEX_KEY = "jobset.sigs.k8s.io/job-index"
+JOB_KEY = "jobset.sigs.k8s.io/job-key"
+JOB_GLOBAL_INDEX_KEY = "jobset.sigs.k8s.io/job-global-index"
+GROUP_NAME_KEY = "jobset.sigs.k8s.io/group-name"
+GROUP_REPLICAS_KEY = "jobset.sigs.k8s.io/group-replicas"
+JOB_GROUP_INDEX_KEY = "jobset.sigs.k8s.io/job-group-index"
+RESTARTS_KEY = "jobset.sigs.k8s.io/restart-attempt"
+# the JobSet webhook's (validOnJobFailureReasons, ruleNameFmt)
+JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "FailedIndexes",
+                       "MaxFailedIndexesExceeded", "PodFailurePolicy")
+RULE_NAME = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
+# Trainer v2.3.0, pkg/constants/constants.go
+TRAINER_ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+TRAINER_NODE = "node"
+# The Job controller batches a Job's syncs after pod events (syncJobBatchPeriod).
+JOB_SYNC_BATCH = 1.0
+DEFAULT_GRACE_PERIOD = 30  # a pod's terminationGracePeriodSeconds when unset (core/v1)
+
+
+def condition(type_: str, reason: str, message: str, at: float, status: str = "True") -> Obj:
+    return {"type": type_, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": round(at, 3)}
+
+
+def find_condition(conditions: Sequence[Obj], type_: str, status: str = "True") -> Obj | None:
+    return next((c for c in conditions if c["type"] == type_ and c["status"] == status), None)
+
+
+def set_condition(conditions: list[Obj], new: Obj) -> bool:
+    """metav1 SetStatusCondition: one condition per type; a change of status moves its time."""
+    old = next((c for c in conditions if c["type"] == new["type"]), None)
+    if old is None:
+        conditions.append(new)
+        return True
+    if (old["status"], old["reason"], old["message"]) == (new["status"], new["reason"],
+                                                          new["message"]):
+        return False
+    time_ = old["lastTransitionTime"] if old["status"] == new["status"] \
+        else new["lastTransitionTime"]
+    old.update(new, lastTransitionTime=time_)
+    return True
+
+
+@dataclass(eq=False)
+class PodState:
+    """A pod object of the run, and what its node's kubelet knows of it."""
+
+    pod: Pod
+    job: JobState | None  # its Job (None: a PaddleJob's pod)
+    created: float
+    phase: str = "Pending"  # Pending, Running, Succeeded, Failed
+    exit_code: int | None = None  # the container's, as the kubelet reports it: 128 + a signal
+    conditions: list[Obj] = field(default_factory=list)
+    deleted: float | None = None  # metadata.deletionTimestamp
+    gone: bool = False  # the object is removed: deleted, and its containers stopped
+    counted: bool = False  # the Job controller has counted how it ended
+    # the node's side (Simulation)
+    started: bool = False
+    started_at: float | None = None  # when its process was started
+    ended_at: float | None = None  # when its process, and with it every process of it, ended
+    ended_boot: float | None = None  # the same, on boot_seconds' clock
+    killed_at_end: bool = False  # podsim killed it when the run was over
+    sigterm_at: float | None = None
+    sigkill_sent: bool = False
+    proc: subprocess.Popen[bytes] | None = None
+    pidfd: int | None = None
+    pod_dir: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return self.pod.name
+
+    @property
+    def index(self) -> int | None:
+        value = self.pod.annotations.get(JOB_INDEX_KEY)
+        return None if value is None else int(value)
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def running(self) -> bool:
+        return self.started and not self.terminal
+
+    @property
+    def terminating(self) -> bool:
+        """Being deleted, its containers not yet stopped (controller.FilterTerminatingPods)."""
+        return self.deleted is not None and self.running
+
+    @property
+    def grace_period(self) -> float:
+        value = self.pod.spec.get("terminationGracePeriodSeconds")
+        return float(DEFAULT_GRACE_PERIOD if value is None else value)
+
+
+@dataclass(eq=False)
+class JobState:
+    """A batch/v1 Job and what the Job controller records in its status."""
+
+    obj: Obj
+    created: float
+    pods: list[PodState] = field(default_factory=list)
+    conditions: list[Obj] = field(default_factory=list)
+    started: float | None = None  # status.startTime
+    failed: int = 0  # status.failed: failed pods that count towards the backoffLimit
+    succeeded: set[int] = field(default_factory=set)  # completed indexes
+    fail_job_message: str | None = None  # a FailJob rule's match (getFailJobMessage)
+    sync_due: float | None = None  # a sync is queued for then
+    deleting: bool = False  # deleted in the foreground: its pods go first
+    gone: bool = False
+
+    @property
+    def name(self) -> str:
+        return name_of(self.obj)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.obj["metadata"].get("labels") or {})
+
+    @property
+    def spec(self) -> Obj:
+        return dict(self.obj["spec"])
+
+    @property
+    def finished(self) -> str:
+        """Complete or Failed once that condition is True (JobSet's JobFinished), else ''."""
+        for type_ in ("Complete", "Failed"):
+            if find_condition(self.conditions, type_):
+                return type_
+        return ""
+
+    def status(self) -> Obj:
+        return {"conditions": copy.deepcopy(self.conditions), "failed": self.failed,
+                "succeeded": len(self.succeeded),
+                "active": sum(1 for p in self.pods if not p.gone and not p.terminal)}
+
+
+@dataclass(eq=False)
+class JobSetState:
+    """A JobSet as its webhook defaulted it, and its status."""
+
+    obj: Obj
+    uid: str
+    restarts: int = 0
+    restarts_count_towards_max: int = 0
+    conditions: list[Obj] = field(default_factory=list)
+    terminal_state: str = ""
+    service_made: bool = False
+    unmade: set[tuple[str, int]] = field(default_factory=set)  # refused (name, attempt)
+
+    @property
+    def name(self) -> str:
+        return name_of(self.obj)
+
+    @property
+    def spec(self) -> Obj:
+        return dict(self.obj["spec"])
+
+    def status(self) -> Obj:
+        return {"restarts": self.restarts,
+                "restartsCountTowardsMax": self.restarts_count_towards_max,
+                "terminalState": self.terminal_state,
+                "conditions": copy.deepcopy(self.conditions)}
+
+
+@dataclass(eq=False)
+class TrainJobState:
+    obj: Obj
+    conditions: list[Obj] = field(default_factory=list)
+    jobset_made: bool = False
+
+    @property
+    def name(self) -> str:
+        return name_of(self.obj)
+
+    def status(self) -> Obj:
+        return {"conditions": copy.deepcopy(self.conditions)}
+
+
+class ControlPlaneError(ValueError):
+    """What an API server's validation or a webhook refuses: the object is never created."""
+
+
+def job_failure_policy_match(policy: Obj | None, pod: PodState) -> tuple[str | None, bool]:
+    """(the FailJob message, whether the failure counts towards the backoffLimit) of a failed
+    pod: the podFailurePolicy's first matching rule, in order (pod_failure_policy.go,
+    matchPodFailurePolicy; onExitCodes skips exit code 0; onPodConditions' status defaults to
+    True). No rule matching: counted, no message."""
+    if not policy:
+        return None, True
+    namespace, name = pod.pod.namespace, pod.name
+    containers = {c["name"] for c in pod.pod.spec.get("containers", [])}
+    for index, rule in enumerate(policy.get("rules", [])):
+        action = rule["action"]
+        matched: str | None = None
+        if rule.get("onExitCodes") is not None:
+            want = rule["onExitCodes"]
+            wanted_container = want.get("containerName")
+            code = pod.exit_code
+            if code not in (None, 0) and (wanted_container is None or wanted_container in
+                                           containers):
+                inside = code in [int(v) for v in want["values"]]
+                if inside == (want["operator"] == "In"):
+                    container = wanted_container or sorted(containers)[0]
+                    matched = (f"Container {container} for pod {namespace}/{name} failed with "
+                               f"exit code {code} matching {action} rule at index {index}")
+        elif rule.get("onPodConditions") is not None:
+            for cond in pod.conditions:
+                for pattern in rule["onPodConditions"]:
+                    if cond["type"] == pattern["type"] and \
+                            cond["status"] == pattern.get("status", "True"):
+                        matched = matched or (f"Pod {namespace}/{name} has condition "
+                                              f"{cond['type']} matching {action} rule at "
+                                              f"index {index}")
+        if matched is None:
+            continue
+        if action == "Ignore":
+            return None, False
+        if action == "Count":
+            return None, True
+        if action == "FailJob":
+            return matched, True
+        raise ValueError(f"podFailurePolicy action {action} is not simulated")
+    return None, True
+
+
+def jobset_defaults(jobset: Obj) -> Obj:
+    """The JobSet as its webhook defaults and admits it (jobset_webhook.go, Default and
+    ValidateCreate), with the CRD's own defaults (replicas 1, restartStrategy Recreate, groupName
+    default); what podsim does not simulate is refused here too."""
+    js = copy.deepcopy(jobset)
+    spec = js["spec"]
+    spec.setdefault("successPolicy", {"operator": "All"})
+    spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
+    network = spec.setdefault("network", {})
+    network.setdefault("enableDNSHostnames", True)
+    network.setdefault("publishNotReadyAddresses", True)
+    for rjob in spec["replicatedJobs"]:
+        rjob.setdefault("replicas", 1)
+        rjob.setdefault("groupName", "default")
+        job_spec = rjob["template"]["spec"]
+        job_spec.setdefault("completionMode", "Indexed")
+        pod_spec = job_spec["template"]["spec"]
+        if not pod_spec.get("restartPolicy"):
+            pod_spec["restartPolicy"] = "OnFailure"  # kept so even with a podFailurePolicy
+        if rjob.get("dependsOn"):
+            raise ValueError("JobSet dependsOn is not simulated")
+    if spec["startupPolicy"].get("startupPolicyOrder") != "AnyOrder":
+        raise ValueError("JobSet startupPolicy InOrder is not simulated")
+    policy = spec.get("failurePolicy")
+    if policy is not None:
+        policy.setdefault("restartStrategy", "Recreate")
+        if policy["restartStrategy"] == "InPlaceRestart":
+            raise ControlPlaneError("InPlaceRestart restart strategy cannot be set when "
+                                    "InPlaceRestart feature gate is disabled")
+        names: list[str] = []
+        for index, rule in enumerate(policy.get("rules", [])):
+            rule.setdefault("name", f"failurePolicyRule{index}")
+            names.append(rule["name"])
+            if rule["action"] in ("RestartJob", "RestartJobAndIgnoreMaxRestarts"):
+                raise ControlPlaneError("RestartJob and RestartJobAndIgnoreMaxRestarts failure "
+                                        "policy actions are not allowed when RestartJob "
+                                        "feature gate is disabled")
+            if not RULE_NAME.fullmatch(rule["name"]):
+                raise ControlPlaneError(f"invalid failure policy rule name '{rule['name']}'")
+            for reason in rule.get("onJobFailureReasons", []):
+                if reason not in JOB_FAILURE_REASONS:
+                    raise ControlPlaneError(f"invalid job failure reason '{reason}' in failure "
+                                            "policy is not a recognized job failure reason")
+        if len(set(names)) != len(names):
+            raise ControlPlaneError("rule names are not unique")
+    if spec.get("coordinator") or spec.get("suspend"):
+        raise ValueError("JobSet coordinator and suspend are not simulated")
+    return js
+
+
+def trainjob_jobset(trainjob: Obj, runtime: Obj) -> Obj:
+    """The JobSet the TrainJob controller applies for a TrainJob of a runtime without a
+    framework's mlPolicy (plainML), Trainer v2.3.0: named as the TrainJob, the runtime's
+    template.metadata labels and annotations, its template.spec whole; the trainer's replicated
+    Job (labelled trainjob-ancestor-step: trainer) gets replicas 1 (builder.go, Trainer),
+    parallelism = completions = trainer.numNodes (plainml.go EnforceMLPolicy; jobset.go
+    SyncParallelCount: every other replicated Job gets completions = its parallelism), and its
+    `node` container the TrainJob's image, command and args where set, its env upserted."""
+    policy = runtime["spec"].get("mlPolicy")
+    if policy and any(policy.get(k) for k in ("torch", "mpi", "jax", "flux", "xgboost")):
+        raise ValueError("TrainingRuntime mlPolicy frameworks are not simulated (plainML only)")
+    if trainjob["spec"].get("runtimePatches") or trainjob["spec"].get("initializer"):
+        raise ValueError("TrainJob runtimePatches and initializer are not simulated")
+    template = runtime["spec"]["template"]
+    spec = copy.deepcopy(template["spec"])
+    trainer = trainjob["spec"].get("trainer") or {}
+    for rjob in spec["replicatedJobs"]:
+        metadata = rjob["template"].get("metadata") or {}
+        job_spec = rjob["template"]["spec"]
+        count = int(job_spec.get("parallelism", 1))
+        if (metadata.get("labels") or {}).get(TRAINER_ANCESTOR_LABEL) == "trainer":
+            if policy is not None:
+                count = int(policy.get("numNodes", 1))
+            if trainer.get("numNodes") is not None:
+                count = int(trainer["numNodes"])
+            rjob["replicas"] = 1
+            for container in job_spec["template"]["spec"]["containers"]:
+                if container["name"] != TRAINER_NODE:
+                    continue
+                for key in ("image", "command", "args"):
+                    if trainer.get(key) is not None:
+                        container[key] = copy.deepcopy(trainer[key])
+                env = container.setdefault("env", [])
+                for var in trainer.get("env", []):
+                    env[:] = [e for e in env if e["name"] != var["name"]] + [copy.deepcopy(var)]
+        job_spec["parallelism"] = job_spec["completions"] = count
+    tj_meta = trainjob["metadata"]
+    metadata = {"name": tj_meta["name"], "namespace": namespace_of(trainjob),
+                "labels": dict((template.get("metadata") or {}).get("labels") or {}),
+                "annotations": dict((template.get("metadata") or {}).get("annotations") or {}),
+                "ownerReferences": [{"apiVersion": TRAINER_API, "kind": "TrainJob",
+                                     "name": tj_meta["name"], "controller": True,
+                                     "blockOwnerDeletion": True}]}
+    return {"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": metadata, "spec": spec}
+
+
+def validate_training_runtime(runtime: Obj) -> None:
+    """The TrainingRuntime webhook (trainingruntime_webhook.go, validateReplicatedJobs): the
+    trainer's replicated Job has replicas 1 and a container named `node`."""
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        labels = (rjob["template"].get("metadata") or {}).get("labels") or {}
+        if labels.get(TRAINER_ANCESTOR_LABEL) != "trainer":
+            continue
+        if int(rjob.get("replicas", 1)) != 1:
+            raise ControlPlaneError(f"replicatedJobs {rjob['name']} replicas: always must be 1")
+        containers = rjob["template"]["spec"]["template"]["spec"]["containers"]
+        if all(c["name"] != TRAINER_NODE for c in containers):
+            raise ControlPlaneError("must contain the required container for the ancestor: "
+                                    "trainer")
+
+
+class ControlPlane:
+    """The objects of a run and the controllers that act on them: the Job controller, the
+    training operator (a PaddleJob's pods, made once), JobSet's and Trainer's controllers, the
+    garbage collector (foreground deletion). It runs no process: the node (Simulation) starts
+    the pods it makes, stops those it deletes and tells it how each ended (pod_ended)."""
+
+    def __init__(self, objects: Sequence[Obj], clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self.began = clock()
+        self.pods: list[PodState] = []
+        self.jobs: list[JobState] = []
+        self.jobset: JobSetState | None = None
+        self.trainjob: TrainJobState | None = None
+        self.events: list[str] = []
+        self.services = [o for o in objects if o.get("kind") == "Service"]
+        self.config_maps = {(namespace_of(o), name_of(o)): o
+                            for o in objects if o.get("kind") == "ConfigMap"}
+        self._ordinal = 0
+        self._job_serials: dict[tuple[str, str], int] = {}
+        kinds = {("batch/v1", "Job"), ("kubeflow.org/v1", "PaddleJob"), (JOBSET_API, "JobSet"),
+                 (TRAINER_API, "TrainJob")}
+        workloads = [o for o in objects if (o.get("apiVersion"), o.get("kind")) in kinds]
+        if len(workloads) != 1:
+            raise ValueError("podsim runs exactly one workload: a batch/v1 Job, a PaddleJob, "
+                             "a JobSet or a TrainJob")
+        [workload] = workloads
+        kind = workload["kind"]
+        if kind == "Job":
+            self.create_job(workload)
+        elif kind == "PaddleJob":
+            for pod in paddlejob_pods(workload):
+                self.add_pod(pod, None)
+            self.services += paddlejob_services(workload)
+        elif kind == "JobSet":
+            self.create_jobset(workload)
+        else:
+            self.trainjob = TrainJobState(copy.deepcopy(workload))
+            self.runtimes = [o for o in objects if o.get("apiVersion") == TRAINER_API and
+                             o.get("kind") in ("TrainingRuntime", "ClusterTrainingRuntime")]
+
+    def now(self) -> float:
+        return self.clock() - self.began
+
+    # -- objects
+
+    def add_pod(self, pod: Pod, job: JobState | None) -> PodState:
+        pod.ip = pod_ip(self._ordinal)
+        self._ordinal += 1
+        state = PodState(pod=pod, job=job, created=self.now())
+        self.pods.append(state)
+        if job is not None:
+            job.pods.append(state)
+        return state
+
+    def create_job(self, job: Obj) -> JobState:
+        """The API server's part: validation (pkg/apis/batch/validation: a podFailurePolicy
+        needs restartPolicy Never), a uid (a Job made again under its name gets another)."""
+        spec = job["spec"]
+        restart = spec["template"]["spec"].get("restartPolicy")
+        if spec.get("podFailurePolicy") is not None and restart != "Never":
+            raise ControlPlaneError(f'Job {name_of(job)}: spec.template.spec.restartPolicy: '
+                                    f'Invalid value: "{restart}": only "Never" is supported '
+                                    'when podFailurePolicy is specified')
+        if restart == "OnFailure":
+            raise ValueError("restartPolicy OnFailure (a container restarted in place) is not "
+                             "simulated")
+        key = (namespace_of(job), name_of(job))
+        serial = self._job_serials.get(key, 0)
+        self._job_serials[key] = serial + 1
+        obj = copy.deepcopy(job)
+        seed = f"podsim/job/{key[0]}/{key[1]}" + (f"/{serial}" if serial else "")
+        obj["metadata"]["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, seed))
+        state = JobState(obj=obj, created=self.now(), sync_due=self.now())
+        self.jobs.append(state)
+        return state
+
+    def create_jobset(self, jobset: Obj) -> None:
+        obj = jobset_defaults(jobset)
+        uid = str(uuid.uuid5(uuid.NAMESPACE_URL,
+                             f"podsim/jobset/{namespace_of(obj)}/{name_of(obj)}"))
+        obj["metadata"]["uid"] = uid
+        self.jobset = JobSetState(obj=obj, uid=uid)
+
+    def delete_pod(self, pod: PodState) -> bool:
+        """Graceful deletion: the deletionTimestamp; the kubelet then stops the containers
+        (SIGTERM, the grace period, SIGKILL) and the object goes once they have stopped."""
+        if pod.deleted is not None or pod.gone:
+            return False
+        pod.deleted = self.now()
+        self.pod_changed(pod)
+        return True
+
+    def evict_pod(self, pod: PodState, reason: str, message: str) -> None:
+        """The Eviction API (pkg/registry/core/pod/storage/eviction.go): the DisruptionTarget
+        condition first, then the pod's deletion."""
+        set_condition(pod.conditions, condition("DisruptionTarget", reason, message,
+                                                self.now()))
+        self.delete_pod(pod)
+
+    def delete_job(self, job: JobState) -> bool:
+        """Deletion with propagationPolicy Foreground (JobSet's deleteJobs): the garbage
+        collector deletes its pods; the Job goes once they are gone."""
+        if job.deleting or job.gone:
+            return False
+        job.deleting = True
+        for pod in job.pods:
+            self.delete_pod(pod)
+        return True
+
+    def pod_changed(self, pod: PodState) -> None:
+        """A pod event: its Job's sync, batched (enqueueSyncJobBatched: syncJobBatchPeriod)."""
+        job = pod.job
+        if job is not None and not job.gone:
+            due = self.now() + JOB_SYNC_BATCH
+            job.sync_due = due if job.sync_due is None else min(job.sync_due, due)
+
+    def pod_ended(self, pod: PodState, exit_code: int) -> None:
+        """The kubelet's report: the container has stopped with this code. A pod that will not
+        run again is Succeeded if it exited 0, else Failed, deleted or not (getPhase)."""
+        pod.exit_code = exit_code
+        pod.ended_at = self.now()
+        pod.ended_boot = boot_seconds()
+        pod.phase = "Succeeded" if exit_code == 0 else "Failed"
+        self.pod_changed(pod)
+
+    # -- controllers
+
+    def reconcile(self) -> bool:
+        """Every controller until none has anything more to do now; whether any did."""
+        changed_at_all = False
+        for _ in range(1000):
+            changed = False
+            if self.trainjob is not None:
+                changed |= self.sync_trainjob(self.trainjob)
+            if self.jobset is not None:
+                changed |= self.sync_jobset(self.jobset)
+            for job in list(self.jobs):
+                changed |= self.sync_job(job)
+            changed |= self.collect_garbage()
+            if not changed:
+                return changed_at_all
+            changed_at_all = True
+        raise RuntimeError("podsim's controllers do not settle")
+
+    def next_due(self) -> float | None:
+        """When a controller has something to do next without any event (a batched sync, a
+        Job's activeDeadlineSeconds), or None."""
+        times = [job.sync_due for job in self.jobs if job.sync_due is not None and not job.gone]
+        for job in self.jobs:
+            deadline = job.spec.get("activeDeadlineSeconds")
+            if deadline is not None and job.started is not None and not job.finished \
+                    and not job.gone:
+                times.append(job.started + float(deadline))
+        return min(times, default=None)
+
+    def busy(self) -> bool:
+        """Whether a controller has a sync queued (a pod event not yet acted on)."""
+        return any(job.sync_due is not None and not job.gone for job in self.jobs)
+
+    def sync_job(self, job: JobState) -> bool:
+        """The Job controller's syncJob, for an Indexed Job whose pods it does not replace:
+        the pods at its first sync; each pod's end counted once; a failure's reason, in the
+        order syncJob decides it (an earlier FailureTarget; a podFailurePolicy FailJob match;
+        more failed pods than the backoffLimit; past activeDeadlineSeconds) first recorded as
+        the interim FailureTarget, the active pods deleted, and Failed (the same reason and
+        message) written only once none of them is terminating (enactJobFinished, with
+        JobManagedBy/JobPodReplacementPolicy on); every index succeeded: SuccessCriteriaMet,
+        then Complete. A pod with a podFailurePolicy counts as failed once its phase is Failed;
+        without one, from its deletion on (isPodFailed)."""
+        now = self.now()
+        spec = job.spec
+        deadline = spec.get("activeDeadlineSeconds")
+        past_deadline = (deadline is not None and job.started is not None
+                         and now >= job.started + float(deadline))
+        if job.gone or job.deleting or job.finished:
+            return False
+        if not past_deadline and (job.sync_due is None or job.sync_due > now):
+            return False
+        job.sync_due = None
+        changed = False
+        if job.started is None:
+            job.started = now
+            if not spec.get("suspend"):
+                for new in indexed_job_pods(job.obj):
+                    self.add_pod(new, job)
+            changed = True
+        policy = spec.get("podFailurePolicy")
+        for pod in job.pods:
+            if pod.counted:
+                continue
+            if pod.phase == "Succeeded":
+                pod.counted = True
+                job.succeeded.add(pod.index or 0)
+            elif pod.phase == "Failed" or (policy is None and pod.deleted is not None):
+                pod.counted = True
+                message, counts = job_failure_policy_match(policy, pod)
+                job.fail_job_message = job.fail_job_message or message
+                job.failed += int(counts)
+            else:
+                continue
+            changed = True
+        target = find_condition(job.conditions, "FailureTarget")
+        if target is None:
+            backoff_limit = int(spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT))
+            reason, message = None, ""
+            if job.fail_job_message is not None:
+                reason, message = "PodFailurePolicy", job.fail_job_message
+            elif job.failed > backoff_limit:
+                reason, message = ("BackoffLimitExceeded",
+                                   "Job has reached the specified backoff limit")
+            elif past_deadline:
+                reason, message = ("DeadlineExceeded",
+                                   "Job was active longer than specified deadline")
+            if reason is not None:
+                target = condition("FailureTarget", reason, message, now)
+                job.conditions.append(target)
+                changed = True
+        completions = int(spec.get("completions") or spec.get("parallelism") or 1)
+        met = find_condition(job.conditions, "SuccessCriteriaMet")
+        if target is None and met is None and len(job.succeeded) >= completions:
+            met = condition("SuccessCriteriaMet", "CompletionsReached",
+                            "Reached expected number of succeeded pods", now)
+            job.conditions.append(met)
+            changed = True
+        ending = target or met
+        if ending is None:
+            return changed
+        for pod in job.pods:
+            if not pod.terminal:
+                changed |= self.delete_pod(pod)
+        if not any(pod.terminating for pod in job.pods):
+            final = "Failed" if ending is target else "Complete"
+            job.conditions.append(condition(final, ending["reason"], ending["message"], now))
+            changed = True
+        return changed
+
+    def collect_garbage(self) -> bool:
+        """Foreground deletion: a Job being deleted goes once all its pods are gone."""
+        changed = False
+        for job in self.jobs:
+            if job.deleting and not job.gone and all(pod.gone for pod in job.pods):
+                job.gone = True
+                changed = True
+        return changed
+
+    # -- JobSet
+
+    def sync_jobset(self, js: JobSetState) -> bool:
+        """JobSet's reconcile (jobset_controller.go): its child Jobs sorted by their
+        restart-attempt label against status.restarts (getChildJobs: lower is `previous`);
+        finished: its active Jobs deleted; else the previous ones deleted (foreground), the
+        RestartingJobSet condition lifted once all Jobs are ready, a failed Job handled by the
+        failure policy before any success, the success policy, the headless Service, and any
+        Job of the current attempt that does not exist under its name (constructJobsFromTemplate,
+        shouldCreateJob: an old Job still being deleted holds its name)."""
+        mine = [j for j in self.jobs if not j.gone and j.labels.get(JOBSET_NAME_KEY) == js.name]
+        previous = [j for j in mine if int(j.labels[RESTARTS_KEY]) < js.restarts]
+        current = [j for j in mine if j not in previous]
+        failed = [j for j in current if j.finished == "Failed"]
+        successful = [j for j in current if j.finished == "Complete"]
+        changed = False
+        if js.terminal_state:
+            for job in current:
+                if not job.finished:
+                    changed |= self.delete_job(job)
+            return changed
+        for job in previous:
+            changed |= self.delete_job(job)
+        if find_condition(js.conditions, "RestartingJobSet") and self.jobs_ready(js, current):
+            changed |= set_condition(js.conditions, condition(
+                "RestartingJobSet", "JobsReady", "all jobs are ready", self.now(), "False"))
+        if failed:
+            self.execute_failure_policy(js, failed)
+            return True
+        if successful and self.execute_success_policy(js, successful):
+            return True
+        network = js.spec.get("network") or {}
+        if not js.service_made and network.get("enableDNSHostnames"):
+            js.service_made = True
+            self.services.append(self.jobset_service(js))
+            changed = True
+        policy = js.spec.get("failurePolicy") or {}
+        if previous and policy.get("restartStrategy") == "BlockingRecreate":
+            return changed
+        names = {j.name for j in mine}
+        for rjob in js.spec["replicatedJobs"]:
+            for index in range(int(rjob["replicas"])):
+                name = f"{js.name}-{rjob['name']}-{index}"
+                if name in names or (name, js.restarts) in js.unmade:
+                    continue
+                try:
+                    self.create_job(self.construct_job(js, rjob, index))
+                except ControlPlaneError as refused:
+                    js.unmade.add((name, js.restarts))
+                    self.events.append(f"JobSet {js.name}: JobCreationFailed: {refused}")
+                changed = True
+        return changed
+
+    def jobs_ready(self, js: JobSetState, current: Sequence[JobState]) -> bool:
+        """allJobsReady: every Job of the attempt has all its pods running or succeeded."""
+        total = sum(int(r["replicas"]) for r in js.spec["replicatedJobs"])
+        ready = [j for j in current if j.pods and len(
+            [p for p in j.pods if p.started and p.phase in ("Running", "Succeeded")]
+        ) >= int(j.spec.get("parallelism", 1))]
+        return len(ready) >= total
+
+    def jobset_service(self, js: JobSetState) -> Obj:
+        """createHeadlessSvcIfNecessary: named after the subdomain, selecting the JobSet's pods
+        by its name alone."""
+        network = js.spec["network"]
+        return {"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": network.get("subdomain") or js.name,
+                             "namespace": namespace_of(js.obj)},
+                "spec": {"clusterIP": "None", "selector": {JOBSET_NAME_KEY: js.name},
+                         "publishNotReadyAddresses": network.get("publishNotReadyAddresses",
+                                                                 True)}}
+
+    def construct_job(self, js: JobSetState, rjob: Obj, index: int) -> Obj:
+        """constructJob: the replicated Job's template under <jobset>-<rjob>-<index>, the
+        JobSet's labels and annotations on the Job and on its pod template
+        (labelAndAnnotateObject, restart-attempt = status.restarts now), and the network's
+        subdomain on its pods when DNS hostnames are enabled."""
+        template = rjob["template"]
+        name = f"{js.name}-{rjob['name']}-{index}"
+        namespace = namespace_of(js.obj)
+        rjobs = js.spec["replicatedJobs"]
+        group = rjob["groupName"]
+        in_group = [r for r in rjobs if r["groupName"] == group]
+        before = rjobs[:rjobs.index(rjob)]
+        values = {
+            JOBSET_NAME_KEY: js.name, JOBSET_UID_KEY: js.uid,
+            REPLICATED_JOB_NAME_KEY: rjob["name"], RESTARTS_KEY: str(js.restarts),
+            REPLICATED_JOB_REPLICAS_KEY: str(rjob["replicas"]),
+            GLOBAL_REPLICAS_KEY: str(sum(int(r["replicas"]) for r in rjobs)),
+            JOBSET_JOB_INDEX_KEY: str(index),
+            JOB_KEY: hashlib.sha1(f"{namespace}/{name}".encode()).hexdigest(),
+            JOB_GLOBAL_INDEX_KEY: str(sum(int(r["replicas"]) for r in before) + index),
+            GROUP_NAME_KEY: group,
+            GROUP_REPLICAS_KEY: str(sum(int(r["replicas"]) for r in in_group)),
+            JOB_GROUP_INDEX_KEY: str(sum(int(r["replicas"]) for r in
+                                         in_group[:in_group.index(rjob)]) + index),
+        }
+        spec = copy.deepcopy(template["spec"])
+        pod_metadata = spec["template"].setdefault("metadata", {})
+        pod_metadata["labels"] = {**(pod_metadata.get("labels") or {}), **values}
+        pod_metadata["annotations"] = {**(pod_metadata.get("annotations") or {}), **values}
+        if (js.spec.get("network") or {}).get("enableDNSHostnames"):
+            spec["template"]["spec"]["subdomain"] = js.spec["network"].get("subdomain") \
+                or js.name
+        metadata = template.get("metadata") or {}
+        return {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": name, "namespace": namespace,
+                             "labels": {**(metadata.get("labels") or {}), **values},
+                             "annotations": {**(metadata.get("annotations") or {}), **values}},
+                "spec": spec}
+
+    def execute_failure_policy(self, js: JobSetState, failed: Sequence[JobState]) -> None:
+        """executeFailurePolicy (failure_policy.go): no failurePolicy fails the JobSet
+        (FailedJobs); else the first rule, in order, that a failed Job matches (its Failed
+        condition's reason in onJobFailureReasons, its replicated Job in targetReplicatedJobs;
+        the earliest failure among several), none: RestartJobSet. FailJobSet fails it;
+        RestartJobSet fails it (ReachedMaxRestarts) once restartsCountTowardsMax >= maxRestarts,
+        else counts a restart; RestartJobSetAndIgnoreMaxRestarts restarts without counting."""
+        now = self.now()
+        policy = js.spec.get("failurePolicy")
+
+        def failure(job: JobState) -> Obj:
+            found = find_condition(job.conditions, "Failed")
+            assert found is not None
+            return found
+
+        def first_failed(jobs: Sequence[JobState]) -> JobState:
+            return min(jobs, key=lambda j: failure(j)["lastTransitionTime"])
+
+        if policy is None:
+            job = first_failed(failed)
+            self.fail_jobset(js, "FailedJobs", "jobset failed due to one or more job failures "
+                             f"(first failed job: {job.name})")
+            return
+        rule: Obj | None = None
+        matched: JobState | None = None
+        for candidate in policy.get("rules", []):
+            applicable = [
+                j for j in failed
+                if (not candidate.get("onJobFailureReasons")
+                    or failure(j)["reason"] in candidate["onJobFailureReasons"])
+                and (not candidate.get("onJobFailureMessagePatterns")
+                     or any(re.search(p, failure(j)["message"])
+                            for p in candidate["onJobFailureMessagePatterns"]))
+                and (not candidate.get("targetReplicatedJobs")
+                     or j.labels.get(REPLICATED_JOB_NAME_KEY)
+                     in candidate["targetReplicatedJobs"])]
+            if applicable:
+                rule, matched = candidate, first_failed(applicable)
+                break
+        job = matched or first_failed(failed)
+        action = rule["action"] if rule else "RestartJobSet"
+        if action == "FailJobSet":
+            self.fail_jobset(js, "FailJobSetFailurePolicyAction",
+                             "applying FailJobSet failure policy action "
+                             f"(first failed job: {job.name})")
+            return
+        if action == "RestartJobSet" and \
+                js.restarts_count_towards_max >= int(policy.get("maxRestarts", 0)):
+            self.fail_jobset(js, "ReachedMaxRestarts", "jobset failed due to reaching max "
+                             f"number of restarts (first failed job: {job.name})")
+            return
+        if action not in ("RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"):
+            raise ValueError(f"JobSet failure policy action {action} is not simulated")
+        js.restarts += 1
+        if action == "RestartJobSet":
+            js.restarts_count_towards_max += 1
+        reason = f"FailurePolicy_{rule['name']}" if rule else "DefaultFailurePolicy"
+        set_condition(js.conditions, condition(
+            "RestartingJobSet", reason, f"applying {action} failure policy action "
+            f"(first failed job: {job.name})", now))
+        self.events.append(f"JobSet {js.name}: {action} ({reason}): restarts {js.restarts}")
+
+    def fail_jobset(self, js: JobSetState, reason: str, message: str) -> None:
+        """setJobSetFailedCondition: Failed, RestartingJobSet False, terminalState Failed."""
+        now = self.now()
+        set_condition(js.conditions, condition("Failed", reason, message, now))
+        if find_condition(js.conditions, "RestartingJobSet"):
+            set_condition(js.conditions, condition("RestartingJobSet", "JobSetFailed",
+                                                   "jobset failed", now, "False"))
+        js.terminal_state = "Failed"
+
+    def execute_success_policy(self, js: JobSetState, successful: Sequence[JobState]) -> bool:
+        """executeSuccessPolicy (success_policy.go): operator All, every Job of the targeted
+        replicated Jobs (all without targets) Complete; Any, one of them."""
+        policy = js.spec["successPolicy"]
+        targets = policy.get("targetReplicatedJobs") or []
+
+        def targeted(name: str) -> bool:
+            return not targets or name in targets
+        done = sum(1 for j in successful if targeted(j.labels.get(REPLICATED_JOB_NAME_KEY, "")))
+        needed = 1 if policy["operator"] == "Any" else sum(
+            int(r["replicas"]) for r in js.spec["replicatedJobs"] if targeted(r["name"]))
+        if done < needed:
+            return False
+        now = self.now()
+        set_condition(js.conditions, condition("Completed", "AllJobsCompleted",
+                                               "jobset completed successfully", now))
+        if find_condition(js.conditions, "RestartingJobSet"):
+            set_condition(js.conditions, condition("RestartingJobSet", "JobSetCompleted",
+                                                   "jobset completed successfully", now,
+                                                   "False"))
+        js.terminal_state = "Completed"
+        return True
+
+    # -- Trainer
+
+    def sync_trainjob(self, tj: TrainJobState) -> bool:
+        """The TrainJob controller: its JobSet, once, from the referenced runtime (runtimeRef
+        kind defaults to ClusterTrainingRuntime, apiGroup to trainer.kubeflow.org; a
+        TrainingRuntime is looked up in the TrainJob's namespace); then its Complete and Failed
+        conditions, the JobSet's Completed and Failed renamed, reason and message kept
+        (plugins/jobset/jobset.go, Status)."""
+        changed = False
+        if not tj.jobset_made:
+            tj.jobset_made = True
+            ref = tj.obj["spec"]["runtimeRef"]
+            kind = ref.get("kind", "ClusterTrainingRuntime")
+            if ref.get("apiGroup", "trainer.kubeflow.org") != "trainer.kubeflow.org" or \
+                    kind not in ("TrainingRuntime", "ClusterTrainingRuntime"):
+                set_condition(tj.conditions, condition(
+                    "Failed", "TrainingRuntimeNotSupported",
+                    f"unsupported runtime: {kind}", self.now()))
+                return True
+            found = [r for r in self.runtimes if r["kind"] == kind and name_of(r) == ref["name"]
+                     and (kind == "ClusterTrainingRuntime"
+                          or namespace_of(r) == namespace_of(tj.obj))]
+            if not found:
+                self.events.append(f"TrainJob {tj.name}: TrainJobResourcesCreationFailed: "
+                                   f"{kind} {ref['name']} not found")
+                return True
+            validate_training_runtime(found[0])
+            self.create_jobset(trainjob_jobset(tj.obj, found[0]))
+            changed = True
+        if self.jobset is not None:
+            for source, target in (("Completed", "Complete"), ("Failed", "Failed")):
+                found_condition = find_condition(self.jobset.conditions, source)
+                if found_condition is not None:
+                    changed |= set_condition(tj.conditions, {**found_condition, "type": target})
+        return changed
 
 
 # -- Cluster DNS ---------------------------------------------------------------------------------
 
 
-def dns_records(cluster: Cluster) -> list[tuple[str, str, str]]:
+def dns_records(cluster: Cluster,
+                terminating: Collection[str] = frozenset()) -> list[tuple[str, str, str]]:
     """(IP, name relative to its namespace, namespace) for each A record of the headless
     Services: `<service>` for every pod selected, `<hostname>.<service>` for each selected pod
-    whose spec.hostname is set and whose subdomain is the Service."""
+    whose spec.hostname is set and whose subdomain is the Service. A pod being deleted (named
+    in `terminating`) is not ready, so only a Service with publishNotReadyAddresses keeps it
+    (k8s.io/endpointslice, podToEndpoint; CoreDNS answers with ready endpoints only)."""
     records = []
     for service in cluster.services:
         spec = service.get("spec", {})
@@ -372,17 +1205,20 @@ def dns_records(cluster: Cluster) -> list[tuple[str, str, str]]:
                 continue
             if any(pod.labels.get(k) != str(v) for k, v in spec["selector"].items()):
                 continue
+            if pod.name in terminating and not spec.get("publishNotReadyAddresses"):
+                continue
             records.append((pod.ip, name, namespace))
             if pod.spec.get("hostname") and pod.subdomain == name:
                 records.append((pod.ip, f"{pod.hostname}.{name}", namespace))
     return records
 
 
-def cluster_dns_zone(cluster: Cluster) -> dict[str, list[str]]:
+def cluster_dns_zone(cluster: Cluster,
+                     terminating: Collection[str] = frozenset()) -> dict[str, list[str]]:
     """The names the cluster DNS answers, fully qualified and in lower case, with their A
     records. Only these: a short name is found through the pod's search path."""
     zone: dict[str, list[str]] = {}
-    for ip, name, namespace in dns_records(cluster):
+    for ip, name, namespace in dns_records(cluster, terminating):
         zone.setdefault(f"{name}.{namespace}.svc.{CLUSTER_DOMAIN}".lower(), []).append(ip)
     return zone
 
@@ -480,12 +1316,12 @@ def dns_log_line(seconds: float, packet: bytes, response: bytes | None) -> str:
 def serve_cluster_dns(config_file: str) -> int:
     """The cluster DNS server, run in the pods' network namespace (see start_cluster_dns).
 
-    It binds the nameserver address, then says `ready` on stdout; from then on, for `delay`
-    seconds, it answers every query as if the zone were empty (the EndpointSlice does not list
-    the pods yet), then from the zone. It logs each query on stderr and exits when its stdin
-    closes: the run is over."""
+    It binds the nameserver address, then says `ready` on stdout. Its zone starts empty; each
+    line on its stdin, `{"zone": {...}}`, is its zone from then on (the names the EndpointSlices
+    list now). It logs each query on stderr and exits when its stdin closes: the run is over."""
     config = json.loads(Path(config_file).read_text())
-    zone: dict[str, list[str]] = config["zone"]
+    zone: dict[str, list[str]] = {}
+    pending = b""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server, \
             selectors.DefaultSelector() as selector:
         server.bind((config["address"], 53))
@@ -496,15 +1332,20 @@ def serve_cluster_dns(config_file: str) -> int:
         while True:
             for key, _ in selector.select():
                 if key.fileobj is not server:
-                    if not os.read(sys.stdin.fileno(), 4096):
+                    chunk = os.read(sys.stdin.fileno(), 65536)
+                    if not chunk:
                         return 0
+                    *lines, pending = (pending + chunk).split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            zone = json.loads(line)["zone"]
                     continue
                 packet, client = server.recvfrom(4096)
-                seconds = time.monotonic() - ready
-                response = dns_response(packet, zone if seconds >= config["delay"] else {})
+                response = dns_response(packet, zone)
                 if response:
                     server.sendto(response, client)
-                print(dns_log_line(seconds, packet, response), file=sys.stderr, flush=True)
+                print(dns_log_line(time.monotonic() - ready, packet, response), file=sys.stderr,
+                      flush=True)
 
 
 def hosts_file(pod: Pod) -> str:
@@ -861,13 +1702,13 @@ def claim_dir(workdir: Path, claim: str) -> Path:
     return workdir / "claims" / claim
 
 
-# -- Running pods (host side) --------------------------------------------------------------------
+# -- Running pods (host side): the node ------------------------------------------------------------
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the simulator dies (PR_SET_PDEATHSIG); unshare
-    --kill-child then kills the pod."""
-    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    """In the child before exec: SIGKILL it when the simulator dies (PR_SET_PDEATHSIG); the
+    pod's parent process then takes its PID 1 with it (pod_parent_main)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
 
 
 def host_tool(name: str) -> str:
@@ -891,15 +1732,14 @@ def start_network() -> subprocess.Popen[bytes]:
     return holder
 
 
-def start_cluster_dns(network: subprocess.Popen[bytes], cluster: Cluster, *, delay: float,
+def start_cluster_dns(network: subprocess.Popen[bytes], *,
                       dns_dir: Path) -> subprocess.Popen[bytes]:
     """The cluster DNS server (serve_cluster_dns) in the network namespace, once it says it is
-    ready: bound to its address, its delay counted from then, just before the pods start. Its
-    log is `dns_dir`/log."""
+    ready (bound to its address), with an empty zone: update_cluster_dns gives it the names
+    the EndpointSlices list. Its log is `dns_dir`/log."""
     dns_dir.mkdir(parents=True)
     config = dns_dir / "config.json"
-    config.write_text(json.dumps({"address": CLUSTER_DNS_IP, "delay": delay,
-                                  "zone": cluster_dns_zone(cluster)}, indent=1))
+    config.write_text(json.dumps({"address": CLUSTER_DNS_IP}, indent=1))
     argv = [host_tool("nsenter"), f"--net=/proc/{network.pid}/ns/net",
             sys.executable, "-I", str(Path(__file__).resolve()), "--dns", str(config)]
     with (dns_dir / "log").open("wb") as log:
@@ -911,6 +1751,13 @@ def start_cluster_dns(network: subprocess.Popen[bytes], cluster: Cluster, *, del
         stop_cluster_dns(server)
         raise OSError(f"the cluster DNS did not start: {(dns_dir / 'log').read_text()}")
     return server
+
+
+def update_cluster_dns(server: subprocess.Popen[bytes], zone: Mapping[str, Sequence[str]]) -> None:
+    """The server's zone from now on: one JSON line on its stdin."""
+    assert server.stdin is not None
+    server.stdin.write(json.dumps({"zone": zone}).encode() + b"\n")
+    server.stdin.flush()
 
 
 def stop_cluster_dns(server: subprocess.Popen[bytes]) -> None:
@@ -926,28 +1773,46 @@ def stop_cluster_dns(server: subprocess.Popen[bytes]) -> None:
 
 
 def start_pod(pod_dir: Path, network: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """The pod's parent process (pod_parent_main) in the run's network namespace; its log,
+    the container's stdout and stderr, is `pod_dir`/log."""
     argv = [host_tool("nsenter"), f"--net=/proc/{network.pid}/ns/net",
-            host_tool("unshare"), "--mount", "--uts", "--pid", "--fork", "--mount-proc",
-            "--kill-child",
-            sys.executable, "-I", str(Path(__file__).resolve()), str(pod_dir / "plan.json")]
+            sys.executable, "-I", str(Path(__file__).resolve()), "--pod",
+            str(pod_dir / "plan.json")]
     with (pod_dir / "log").open("wb") as log:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, env={"PATH": HOST_PATH},
                                 preexec_fn=_die_with_parent)
 
 
-def kill_pod(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the pod's PID 1, then wait for unshare: the kernel kills every other process of
-    the PID namespace, and PID 1 is reaped (so unshare exits) only once they are all gone.
-    Killing unshare itself (before its child exists, or as a last resort) would not wait."""
-    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+def pid_one(proc: subprocess.Popen[bytes]) -> int | None:
+    """The host PID of the pod's PID 1 (the parent's only child), None before it exists."""
     try:
-        pid_ones = [int(pid) for pid in children.read_text().split()]
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
     except OSError:
-        pid_ones = []
-    for pid in pid_ones or [proc.pid]:
+        return None
+    return int(children[0]) if children else None
+
+
+def signal_pod(proc: subprocess.Popen[bytes], signum: int) -> bool:
+    """Send a signal to the pod's PID 1, as the container runtime does: whether it existed.
+    From outside its PID namespace, PID 1 gets a signal it has no handler for only if it is
+    SIGKILL (pid_namespaces(7)), as in a container."""
+    pid = pid_one(proc)
+    if pid is None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+    return True
+
+
+def kill_pod(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the pod's PID 1, then wait for its parent: the kernel kills every other
+    process of the PID namespace, and PID 1 is reaped (so the parent exits) only once they are
+    all gone. Killing the parent itself (before its child exists, or as a last resort) would not
+    wait."""
+    if not signal_pod(proc, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            proc.kill()
     try:
         proc.wait(timeout=KILL_GRACE)
     except subprocess.TimeoutExpired:
@@ -955,70 +1820,410 @@ def kill_pod(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def job_failed(codes: Sequence[int | None], failures_allowed: int | None) -> bool:
-    """Whether more pods have failed than the Job's backoffLimit allows."""
-    failures = sum(1 for code in codes if code not in (None, 0))
-    return failures_allowed is not None and failures > failures_allowed
+@dataclass(frozen=True)
+class PodResult:
+    """A pod of the run as it ended."""
+
+    name: str
+    ip: str
+    exit_code: int | None  # the container's (128 + a signal); None: podsim killed it at the end
+    log: str  # the pod's stdout and stderr
+    pid_namespace: str | None  # e.g. "pid:[4026532179]", to check that nothing of it is left
+    labels: Mapping[str, str] = field(default_factory=dict)
+    phase: str = ""
+    conditions: tuple[str, ...] = ()  # the types of its True conditions (DisruptionTarget)
+    deleted: bool = False  # a controller or an eviction deleted it
+    started_at: float | None = None  # seconds since the run began: its process started
+    ended_at: float | None = None  # ... and ended, every process of it with it
+    ended_boot: float | None = None  # the same, on boot_seconds' clock (leftover_processes)
+
+    @property
+    def index(self) -> int | None:
+        value = self.labels.get(JOB_INDEX_KEY)
+        return None if value is None else int(value)
 
 
-def wait_for_pods(procs: Sequence[subprocess.Popen[bytes]], deadline: float,
-                  failures_allowed: int | None) -> list[int | None]:
-    """Each pod's exit code once all have exited, the deadline has passed, or the Job has
-    failed; None for a pod still running then. Woken by the pods' exits (pidfds), not polled."""
-    with selectors.DefaultSelector() as selector:
-        for proc in procs:
-            selector.register(os.pidfd_open(proc.pid), selectors.EVENT_READ, proc)
+def pod_result(pod: PodState) -> PodResult:
+    log, namespace = "", None
+    if pod.pod_dir is not None:
+        log = (pod.pod_dir / "log").read_text(errors="replace")
+        namespace_file = pod.pod_dir / "pid-namespace"
+        namespace = namespace_file.read_text() if namespace_file.exists() else None
+    return PodResult(
+        name=pod.name, ip=pod.pod.ip, exit_code=None if pod.killed_at_end else pod.exit_code,
+        log=log, pid_namespace=namespace, labels=dict(pod.pod.labels), phase=pod.phase,
+        conditions=tuple(c["type"] for c in pod.conditions if c["status"] == "True"),
+        deleted=pod.deleted is not None, started_at=pod.started_at, ended_at=pod.ended_at,
+        ended_boot=pod.ended_boot)
+
+
+IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE = 0x2, 0x8, 0x80, 0x100
+IN_NONBLOCK, IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
+
+
+class Simulation:
+    """One run of a job's pods (run_pods is the whole of one), its control plane and node in a
+    thread of their own, for a test to act on while it runs: read the pods and the JobSet's or
+    TrainJob's status, wait for what a pod writes (wait_for_line), kill a pod's container
+    (kill_pod: a crash) or evict a pod (evict_pod: DisruptionTarget, then SIGTERM, the grace
+    period, SIGKILL).
+
+    The node does what the kubelet does for the control plane: starts each new pod (its
+    address, files, mounts and process, see pod_plan), reports its container's end (its pidfd:
+    no polling), stops a deleted pod's container (SIGTERM to its PID 1, SIGKILL once
+    terminationGracePeriodSeconds have passed: pkg/kubelet/kuberuntime, killContainer) and
+    removes the pod once it has stopped. A pod is in its Services' DNS records from
+    `dns_delay` seconds after it started (the EndpointSlice lags) until its phase is Succeeded or
+    Failed, or, for a Service without publishNotReadyAddresses, until its deletion
+    (k8s.io/endpointslice, ShouldPodBeInEndpoints and podToEndpoint's ready). The run ends
+    when no pod runs or waits to start and no controller has anything queued, or after
+    `timeout` seconds: pods still running then are killed at once."""
+
+    def __init__(self, objects: Sequence[Obj], *, image_fs: Mapping[str, Path], python: Path,
+                 timeout: float, workdir: Path, dns_delay: float = 0.0) -> None:
+        self.control = ControlPlane(objects)
+        self.image_fs, self.python, self.timeout = dict(image_fs), python, timeout
+        self.workdir, self.dns_delay = workdir, dns_delay
+        self._lock = threading.Condition(threading.RLock())
+        self._wake_r, self._wake_w = os.pipe()
+        self._ended_r, self._ended_w = os.pipe()
+        self._ended = False
+        self._stop = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._network: subprocess.Popen[bytes] | None = None
+        self._dns: subprocess.Popen[bytes] | None = None
+        self._zone: dict[str, list[str]] = {}
+        self._statuses: dict[str, str] = {}
+
+    # -- the test's side
+
+    def __enter__(self) -> Simulation:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._network = start_network()
         try:
-            while selector.get_map() and not job_failed([p.returncode for p in procs],
-                                                         failures_allowed):
-                exited = selector.select(max(0.0, deadline - time.monotonic()))
-                if not exited:
-                    break
-                for key, _ in exited:
-                    key.data.wait()
-                    selector.unregister(key.fileobj)
-                    os.close(key.fd)
+            self._dns = start_cluster_dns(self._network, dns_dir=self.workdir / "cluster-dns")
+        except BaseException:
+            self._network.kill()
+            self._network.wait()
+            raise
+        self.control.began = self.control.clock()
+        self._thread = threading.Thread(target=self._run, name="podsim", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the run now (pods still running are killed), and wait until it has ended."""
+        with self._lock:
+            self._stop = True
+        self._wake()
+        if self._thread is not None:
+            self._thread.join()
+        for fd in (self._wake_r, self._wake_w, self._ended_r, self._ended_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._wake_r = self._wake_w = self._ended_r = self._ended_w = -1
+
+    def results(self) -> list[PodResult]:
+        """Every pod of the run, in the order they were made, once the run has ended."""
+        assert self._thread is not None, "not started"
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        with self._lock:
+            return [pod_result(pod) for pod in self.control.pods]
+
+    @property
+    def ended(self) -> bool:
+        with self._lock:
+            return self._ended
+
+    def pods(self) -> list[PodResult]:
+        """The pods made so far (their logs as written so far), in the order they were made."""
+        with self._lock:
+            return [pod_result(pod) for pod in self.control.pods]
+
+    def pod(self, *, index: int, attempt: int | None = None) -> PodResult | None:
+        """The newest pod of this completion index (and JobSet restart attempt), if any."""
+        found = [p for p in self.pods() if p.index == index and
+                 (attempt is None or p.labels.get(RESTARTS_KEY) == str(attempt))]
+        return found[-1] if found else None
+
+    def jobset_status(self) -> Obj | None:
+        with self._lock:
+            return None if self.control.jobset is None else self.control.jobset.status()
+
+    def trainjob_status(self) -> Obj | None:
+        with self._lock:
+            return None if self.control.trainjob is None else self.control.trainjob.status()
+
+    def events(self) -> list[str]:
+        with self._lock:
+            return list(self.control.events)
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Whether `predicate` (asked after each change of the run's state) held before the
+        run ended or `timeout` seconds passed."""
+        with self._lock:
+            self._lock.wait_for(lambda: predicate() or self._ended, timeout)
+            return predicate()
+
+    def kill_pod(self, name: str) -> None:
+        """SIGKILL the pod's container, as a crash (or the OOM killer) would: it exits 137 and
+        the pod fails (restartPolicy Never); nothing deletes it."""
+        with self._lock:
+            pod = self._running_pod(name)
+            assert pod.proc is not None
+            if not signal_pod(pod.proc, signal.SIGKILL):
+                raise RuntimeError(f"pod {name} has no PID 1 yet")
+        self._wake()
+
+    def evict_pod(self, name: str, reason: str = "EvictionByEvictionAPI",
+                  message: str = "Eviction API: evicting") -> None:
+        """What `kubectl drain` (the Eviction API) does to a pod: the DisruptionTarget
+        condition, then its deletion; the node stops it as any deleted pod."""
+        with self._lock:
+            self.control.evict_pod(self._running_pod(name), reason, message)
+        self._wake()
+
+    def wait_for_line(self, path: Path, predicate: Callable[[str], bool],
+                      timeout: float) -> str | None:
+        """The first line of the file at `path` (on the host: in a claim's directory, say)
+        that satisfies `predicate`, as soon as it is written (inotify on the file, and on its
+        directories under the run's work directory until they exist), or None once the run has
+        ended or `timeout` seconds have passed without one."""
+        deadline = time.monotonic() + timeout
+        watcher = libc().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if watcher < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        offset, pending = 0, b""
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(watcher, selectors.EVENT_READ)
+                selector.register(self._ended_r, selectors.EVENT_READ)
+                while True:
+                    for directory in [p for p in reversed(path.parents)
+                                      if p.is_relative_to(self.workdir)]:
+                        libc().inotify_add_watch(watcher, bytes(directory),
+                                                 IN_CREATE | IN_MOVED_TO)
+                    libc().inotify_add_watch(watcher, bytes(path), IN_MODIFY | IN_CLOSE_WRITE)
+                    ended = self.ended
+                    if path.exists():
+                        with path.open("rb") as handle:
+                            handle.seek(offset)
+                            data = handle.read()
+                        offset += len(data)
+                        *lines, pending = (pending + data).split(b"\n")
+                        for line in lines:
+                            text = line.decode(errors="replace")
+                            if predicate(text):
+                                return text
+                    remaining = deadline - time.monotonic()
+                    if ended or remaining <= 0:
+                        return None
+                    for key, _ in selector.select(remaining):
+                        if key.fd == watcher:
+                            with contextlib.suppress(BlockingIOError):
+                                while os.read(watcher, 65536):
+                                    pass
         finally:
-            for key in list(selector.get_map().values()):
-                os.close(key.fd)
-    return [proc.returncode for proc in procs]
+            os.close(watcher)
+
+    def _running_pod(self, name: str) -> PodState:
+        pod = next((p for p in self.control.pods if p.name == name), None)
+        if pod is None or not pod.running or pod.proc is None:
+            raise LookupError(f"no running pod {name}")
+        return pod
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b".")
+
+    # -- the node's side, in the run's thread
+
+    def _run(self) -> None:
+        deadline = self.timeout
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self._wake_r, selectors.EVENT_READ)
+                try:
+                    while True:
+                        with self._lock:
+                            self._settle(selector)
+                            self._lock.notify_all()
+                            if self._stop or self._quiet():
+                                break
+                            now = self.control.now()
+                            wakeup = min([deadline, *self._wakeups(now)])
+                        if now >= deadline:
+                            break
+                        events = selector.select(max(0.0, wakeup - now))
+                        with self._lock:
+                            for key, _ in events:
+                                if key.fd == self._wake_r:
+                                    os.read(self._wake_r, 4096)
+                                else:
+                                    self._reap(key.data, selector)
+                finally:
+                    with self._lock:
+                        self._end(selector)
+        except BaseException as error:  # re-raised by results()
+            self._error = error
+        finally:
+            for server in (self._dns,):
+                if server is not None:
+                    stop_cluster_dns(server)
+            if self._network is not None:
+                self._network.kill()
+                self._network.wait()
+            with self._lock:
+                self._ended = True
+                self._lock.notify_all()
+            os.write(self._ended_w, b".")
+
+    def _settle(self, selector: selectors.BaseSelector) -> None:
+        """The controllers and the node, until neither has more to do now; then the cluster
+        DNS's zone, the new pods started, and the objects' status files."""
+        for _ in range(1000):
+            self.control.reconcile()
+            if not self._sync_node():
+                break
+        self._update_zone()
+        for pod in self.control.pods:
+            if not pod.started and not pod.gone and pod.deleted is None:
+                self._start(pod, selector)
+        self._write_statuses()
+
+    def _sync_node(self) -> bool:
+        """Deleted pods: stopped (SIGTERM, SIGKILL after the grace period), then removed."""
+        changed = False
+        now = self.control.now()
+        for pod in self.control.pods:
+            if pod.gone:
+                continue
+            if pod.deleted is not None:
+                if not pod.started or pod.terminal:
+                    pod.gone = True  # its containers have stopped (or never started)
+                    changed = True
+                elif pod.proc is not None and pod.sigterm_at is None:
+                    pod.sigterm_at = now
+                    signal_pod(pod.proc, signal.SIGTERM)
+                elif pod.proc is not None and pod.sigterm_at is not None and \
+                        not pod.sigkill_sent and now >= pod.sigterm_at + pod.grace_period:
+                    pod.sigkill_sent = signal_pod(pod.proc, signal.SIGKILL)
+        return changed
+
+    def _start(self, pod: PodState, selector: selectors.BaseSelector) -> None:
+        cluster = Cluster(pods=[], services=self.control.services,
+                          config_maps=self.control.config_maps)
+        pod.pod_dir = pod_plan(pod.pod, cluster, workdir=self.workdir, image_fs=self.image_fs,
+                               python=self.python)
+        assert self._network is not None
+        pod.proc = start_pod(pod.pod_dir, self._network)
+        pod.pidfd = os.pidfd_open(pod.proc.pid)
+        selector.register(pod.pidfd, selectors.EVENT_READ, pod)
+        pod.started = True
+        pod.started_at = self.control.now()
+        pod.phase = "Running"
+        self.control.pod_changed(pod)
+
+    def _reap(self, pod: PodState, selector: selectors.BaseSelector) -> None:
+        """The pod's parent has exited: its PID 1, and so every process of the pod, is gone."""
+        assert pod.proc is not None and pod.pidfd is not None
+        code = pod.proc.wait()
+        selector.unregister(pod.pidfd)
+        os.close(pod.pidfd)
+        pod.pidfd = None
+        self.control.pod_ended(pod, code if code >= 0 else 128 - code)
+
+    def _wakeups(self, now: float) -> list[float]:
+        """When something is due without an event: a controller's, a SIGKILL after a grace
+        period, a pod's DNS records."""
+        times = [t for t in [self.control.next_due()] if t is not None]
+        for pod in self.control.pods:
+            if pod.terminating and pod.sigterm_at is not None and not pod.sigkill_sent:
+                times.append(pod.sigterm_at + pod.grace_period)
+            if not pod.terminal and not pod.gone and pod.created + self.dns_delay > now:
+                times.append(pod.created + self.dns_delay)
+        return times
+
+    def _quiet(self) -> bool:
+        return not self.control.busy() and not any(
+            pod.running or (not pod.started and not pod.gone) for pod in self.control.pods)
+
+    def _end(self, selector: selectors.BaseSelector) -> None:
+        for pod in self.control.pods:
+            if pod.proc is not None and pod.pidfd is not None:
+                if pod.proc.poll() is None:
+                    pod.killed_at_end = True
+                    kill_pod(pod.proc)
+                self._reap(pod, selector)
+
+    def _update_zone(self) -> None:
+        now = self.control.now()
+        listed = [p for p in self.control.pods  # those about to start included
+                  if not p.terminal and not p.gone and now >= p.created + self.dns_delay]
+        cluster = Cluster(pods=[p.pod for p in listed], services=self.control.services,
+                          config_maps={})
+        zone = cluster_dns_zone(cluster, terminating={p.name for p in listed
+                                                      if p.deleted is not None})
+        if zone != self._zone and self._dns is not None:
+            update_cluster_dns(self._dns, zone)
+            self._zone = zone
+
+    def _write_statuses(self) -> None:
+        """Each object's status, as `kubectl get -o json` would show it, in
+        `workdir`/status/<kind>-<name>.json, and the pods in status/pods.json (what a kubectl
+        stand-in can read)."""
+        objects: list[tuple[str, str, Obj]] = [("job", j.name, j.status())
+                                               for j in self.control.jobs if not j.gone]
+        if self.control.jobset is not None:
+            objects.append(("jobset", self.control.jobset.name, self.control.jobset.status()))
+        if self.control.trainjob is not None:
+            objects.append(("trainjob", self.control.trainjob.name,
+                            self.control.trainjob.status()))
+        directory = self.workdir / "status"
+        directory.mkdir(exist_ok=True)
+        files = {f"{kind}-{name}": {"kind": kind, "metadata": {"name": name}, "status": status}
+                 for kind, name, status in objects}
+        files["pods"] = {"items": [  # the pods that exist, with their logs' paths
+            {"metadata": {"name": pod.name, "labels": pod.pod.labels},
+             "status": {"phase": pod.phase},
+             "log": str(pod.pod_dir / "log") if pod.pod_dir else None}
+            for pod in self.control.pods if not pod.gone]}
+        for key, content in files.items():
+            text = json.dumps(content, indent=1)
+            if self._statuses.get(key) != text:
+                staging = directory / f".{key}.json"
+                staging.write_text(text)
+                staging.rename(directory / f"{key}.json")
+                self._statuses[key] = text
 
 
 def run_pods(objects: Sequence[Obj], *, image_fs: Mapping[str, Path], python: Path,
              timeout: float, workdir: Path, dns_delay: float = 0.0) -> list[PodResult]:
-    """Run every pod of the job concurrently until all exit, `timeout` seconds pass, or the
-    Job fails (its backoffLimit); pods still running then are killed. For the first
-    `dns_delay` seconds the cluster DNS knows no name. `workdir` (empty or missing) receives
-    the pods' files, the cluster DNS's (`cluster-dns/log`: every query and its answer) and the
-    claims' directories (see claim_dir)."""
-    cluster = simulate_controllers(objects)
-    pod_dirs = [pod_plan(pod, cluster, workdir=workdir, image_fs=image_fs, python=python)
-                for pod in cluster.pods]
-    network = start_network()
-    try:
-        dns = start_cluster_dns(network, cluster, delay=dns_delay, dns_dir=workdir / "cluster-dns")
-        try:
-            procs = [start_pod(pod_dir, network) for pod_dir in pod_dirs]
-            codes = wait_for_pods(procs, time.monotonic() + timeout, cluster.failures_allowed)
-            for proc, code in zip(procs, codes, strict=True):
-                if code is None:
-                    kill_pod(proc)
-        finally:
-            stop_cluster_dns(dns)
-    finally:
-        network.kill()
-        network.wait()
-    return [pod_result(pod, pod_dir, code)
-            for pod, pod_dir, code in zip(cluster.pods, pod_dirs, codes, strict=True)]
+    """Run the job's pods (a Simulation) until the run ends: every pod it made, in the order
+    they were made. `workdir` (empty or missing) receives the pods' files (`pods/<name>`), the
+    cluster DNS's (`cluster-dns/log`: every query and its answer), the objects' status files
+    (`status/`) and the claims' directories (see claim_dir)."""
+    with Simulation(objects, image_fs=image_fs, python=python, timeout=timeout,
+                    workdir=workdir, dns_delay=dns_delay) as simulation:
+        return simulation.results()
 
 
-def pod_result(pod: Pod, pod_dir: Path, code: int | None) -> PodResult:
-    namespace_file = pod_dir / "pid-namespace"
-    return PodResult(
-        name=pod.name, ip=pod.ip, exit_code=code,
-        log=(pod_dir / "log").read_text(errors="replace"),
-        pid_namespace=namespace_file.read_text() if namespace_file.exists() else None,
-    )
+def simulate_controllers(objects: Sequence[Obj]) -> Cluster:
+    """The cluster's first state: the pods and Services the controllers make for the job
+    before any pod runs."""
+    control = ControlPlane(objects)
+    control.reconcile()
+    return Cluster(pods=[p.pod for p in control.pods], services=control.services,
+                   config_maps=control.config_maps)
 
 
 def processes_in(pid_namespaces: Sequence[str | None]) -> list[int]:
@@ -1035,10 +2240,40 @@ def processes_in(pid_namespaces: Sequence[str | None]) -> list[int]:
     return found
 
 
+def boot_seconds() -> float:
+    """Now, as a process's start time in /proc/<pid>/stat counts (CLOCK_BOOTTIME)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def started_at(pid: int) -> float | None:
+    """When a process started (boot_seconds' clock), None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def leftover_processes(results: Sequence[PodResult]) -> list[int]:
+    """The processes of these pods still running: in a pod's PID namespace and started before
+    the pod ended. A namespace's number is reused once it is freed (another run's pod may have
+    it by now); a process started after the pod ended is not the pod's."""
+    found = []
+    for result in results:
+        for pid in processes_in([result.pid_namespace]):
+            start = started_at(pid)
+            ended = result.ended_boot
+            if start is not None and (ended is None or start <= ended):
+                found.append(pid)
+    return found
+
+
 # -- Inside the pod: its PID 1 before it becomes the container ------------------------------------
 
-MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
-CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWPID = 0x00020000, 0x04000000, 0x20000000
+PR_SET_PDEATHSIG = 1
 
 
 @functools.cache
@@ -1145,9 +2380,39 @@ def pod_main(plan_file: str) -> int:
     return 128  # not reached
 
 
+def pod_parent_main(plan_file: str) -> int:
+    """The pod's parent, in the run's network namespace: what `unshare --mount --uts --pid
+    --fork --mount-proc --kill-child` does (new mount, UTS and PID namespaces, a private root
+    mount and a /proc of the new PID namespace, its child killed should it die), and what
+    unshare does not: its exit status is the container's, 128 + the signal that killed it if
+    one did (as the kubelet reports a container's exit code). Its child is the pod's PID 1:
+    pod_main, then the container itself."""
+    if libc().unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWPID):
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWPID)")
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        code = 128
+        try:
+            libc().prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if not Path(f"/proc/{parent}").exists():  # its parent died before the prctl
+                os._exit(code)
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            code = pod_main(plan_file)
+        except BaseException as error:
+            print(f"podsim: pod: {error!r}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(code)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return code if code >= 0 else 128 - code
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--dns":
         sys.exit(serve_cluster_dns(sys.argv[2]))
+    if sys.argv[1] == "--pod":
+        sys.exit(pod_parent_main(sys.argv[2]))
     sys.exit(pod_main(sys.argv[1]))
 
 

@@ -107,11 +107,16 @@ def uses_aws(profile: str) -> bool:
 
 
 def workload_pods(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pod templates of a workload object (a Job's, each replica of a PaddleJob's)."""
+    """The pod templates of a workload object (a Job's, each replica of a PaddleJob's, each
+    replicated Job's of a JobSet or of a TrainingRuntime's JobSet; a TrainJob's pods are its
+    runtime's)."""
     if obj["kind"] == "Job":
         return [obj["spec"]["template"]]
     if obj["kind"] == "PaddleJob":
         return [replica["template"] for replica in obj["spec"]["paddleReplicaSpecs"].values()]
+    if obj["kind"] in ("JobSet", "TrainingRuntime"):
+        spec = obj["spec"]["template"]["spec"] if obj["kind"] == "TrainingRuntime" else obj["spec"]
+        return [job["template"]["spec"]["template"] for job in spec["replicatedJobs"]]
     return []
 
 

@@ -6,7 +6,11 @@ loudly.
 Installed as one script under each tool's name (install_stubs of tests/profile_harness.py).
 Values that must agree with the spec come from the environment: STUB_KMS_ARN, STUB_EFS_DNS,
 STUB_KUBE_AWS, STUB_FILE_SYSTEM (the eks stack's file system) and STUB_FILE_SYSTEM_OWNER (its
-owner tag).
+owner tag). So does how a run ends: STUB_JOB_STATE (the conditions of its Job, PaddleJob, JobSet
+or TrainJob; done by default), STUB_FAILED_WHY (its Failed condition's reason and message),
+STUB_RESTARTS (a JobSet's status.restarts), STUB_WORKLOAD_ACTIVE (its Kueue Workload's
+spec.active: true, or false once Kueue gave up on it) and STUB_PODS (the names `get pods`
+finds; empty: none yet).
 """
 
 from __future__ import annotations
@@ -103,6 +107,19 @@ def aws(argv: list[str]) -> int:
     return 0
 
 
+# The kinds of a run's top-level object: the conditions (status True) of one that is done, and
+# the reason and message of its Failed condition (Kubernetes' Job controller, the training
+# operator v1.9.4, JobSet v0.12.0; Trainer v2.3.0 copies JobSet's).
+RUNS = {"job": ("Complete", "BackoffLimitExceeded: Job has reached the specified backoff limit"),
+        "paddlejob": ("Created Succeeded",
+                      "PaddleJobFailed: PaddleJob linear is failed because 1 Worker replica(s) "
+                      "failed."),
+        "jobset": ("Completed", "ReachedMaxRestarts: jobset failed due to reaching max number "
+                                "of restarts"),
+        "trainjob": ("Complete", "ReachedMaxRestarts: jobset failed due to reaching max number "
+                                 "of restarts")}
+
+
 def kubectl(argv: list[str]) -> int:
     words = [w for w in argv if not w.startswith("--namespace")]
     verb = words[0] if words else ""
@@ -114,18 +131,29 @@ def kubectl(argv: list[str]) -> int:
         elif source is None or not Path(source).is_file():
             return fail(f"kubectl create: no file {source}", 1)
         print("created")
-    elif verb == "get" and words[1] in ("job", "paddlejob") and "conditions" in output:
-        done = "Succeeded" if words[1] == "paddlejob" else "Complete"
-        print(os.environ.get("STUB_JOB_STATE", done), end="")
+    elif verb == "get" and words[1] in RUNS and 'type=="Failed"' in output:
+        print(os.environ.get("STUB_FAILED_WHY", RUNS[words[1]][1]), end="")
+    elif verb == "get" and words[1] in RUNS and "conditions" in output:
+        print(os.environ.get("STUB_JOB_STATE", RUNS[words[1]][0]), end="")
+    elif verb == "get" and words[1] in RUNS and output.endswith("{.metadata.uid}"):
+        print("0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f", end="")
+    elif verb == "get" and words[1] == "jobset" and output.endswith("{.status.restarts}"):
+        print(os.environ.get("STUB_RESTARTS", ""), end="")  # omitted while 0
     elif verb == "get" and words[1] == "job":
         print("1" if "succeeded" in output else "", end="")
+    elif verb == "get" and words[1] == "workloads.kueue.x-k8s.io":
+        print(os.environ.get("STUB_WORKLOAD_ACTIVE", "true"), end="")
+    elif verb == "get" and words[1] == "localqueues.kueue.x-k8s.io":
+        print(f"NAME     CLUSTERQUEUE   PENDING WORKLOADS   ADMITTED WORKLOADS\n{words[2]}   "
+              "trainers       0                   0")
     elif verb == "get" and words[1] == "pod" and "phase" in output:
         print("Running", end="")
     elif verb == "get" and words[1] == "pods":
         if output == "name":
             pass  # gone
         elif "metadata.name" in output:
-            print("paddle-cluster-job-a1b2c paddle-cluster-job-d3e4f", end="")
+            print(os.environ.get("STUB_PODS", "paddle-cluster-job-a1b2c paddle-cluster-job-d3e4f"),
+                  end="")
         else:
             print("NAME                       READY     STATUS    RESTARTS   AGE")
     elif verb == "get" and words[1] in ("svc", "nodes"):

@@ -23,7 +23,6 @@ from profile_harness import (
     golden_pods,
     image_version,
     spec_values,
-    workload_pods,
 )
 
 GOLDENS = golden_names()
@@ -49,8 +48,9 @@ def test_every_object_carries_the_recommended_labels(golden: str) -> None:
     for obj in found:
         labels = obj["metadata"]["labels"]
         assert {"app.kubernetes.io/version", "app.kubernetes.io/part-of"} <= set(labels)
-    # the version of the training, applied last: its image's tag
-    [training, *_] = workload_pods(found[-1])
+    # the version of the training, applied last (a TrainJob's pods are its runtime's, applied
+    # before it): its image's tag
+    training = golden_pods(golden)[-1]
     version = found[-1]["metadata"]["labels"]["app.kubernetes.io/version"]
     assert version == image_version(training["spec"]["containers"][0]["image"])
 

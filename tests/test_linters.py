@@ -47,9 +47,14 @@ def runs_as(golden: str, field: str) -> list[Any]:
             for pod in pods(golden) for c in pod["containers"]]
 
 
+# The custom resources that carry pod templates, which checkov does not read.
+CUSTOM_WORKLOADS = ("PaddleJob", "JobSet", "TrainingRuntime")
+
+
 def worker_containers(golden: str) -> list[dict[str, Any]]:
-    """The containers of the PaddleJobs' workers (checked as Pods: with_worker_pods)."""
-    return [c for obj in golden_objects(golden) if obj["kind"] == "PaddleJob"
+    """The containers of the custom resources' pods: PaddleJobs' workers, JobSets' and
+    TrainingRuntimes' trainers (checked as Pods: with_worker_pods)."""
+    return [c for obj in golden_objects(golden) if obj["kind"] in CUSTOM_WORKLOADS
             for pod in workload_pods(obj) for c in pod["spec"]["containers"]]
 
 
@@ -92,17 +97,21 @@ def checkov(path: Path, framework: str) -> list[dict[str, Any]]:
 
 
 def with_worker_pods(k8s: Path, scratch: Path) -> Path:
-    """k8s/ and, for each PaddleJob (a CRD checkov does not read), its worker template as a Pod,
-    so that checkov checks what the training operator will run."""
+    """k8s/ and, for each custom resource with pod templates (which checkov does not read: a
+    PaddleJob, a JobSet, a TrainingRuntime), each template as a Pod, so that checkov checks what
+    the training operator, JobSet or Trainer will run."""
     shutil.copytree(k8s, scratch / "k8s")
-    for path in k8s.glob("*-paddlejob-*.yaml"):
-        job = YAML(typ="safe", pure=True).load(path)
-        template = job["spec"]["paddleReplicaSpecs"]["Worker"]["template"]
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {**template["metadata"], "name": f"{job['metadata']['name']}-worker",
-                            "namespace": job["metadata"]["namespace"]},
-               "spec": template["spec"]}
-        (scratch / "k8s" / f"worker-pod-of-{path.name}").write_text(json.dumps(pod))
+    for path in sorted(k8s.glob("*.yaml")):
+        obj = YAML(typ="safe", pure=True).load(path)
+        if obj["kind"] not in CUSTOM_WORKLOADS:
+            continue
+        for index, template in enumerate(workload_pods(obj)):
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {**template["metadata"],
+                                "name": f"{obj['metadata']['name']}-worker-{index}",
+                                "namespace": obj["metadata"]["namespace"]},
+                   "spec": template["spec"]}
+            (scratch / "k8s" / f"worker-pod-{index}-of-{path.name}").write_text(json.dumps(pod))
     return scratch / "k8s"
 
 

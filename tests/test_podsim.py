@@ -33,8 +33,14 @@ def pod_logs(results: list[podsim.PodResult]) -> str:
 # -- Pods, without paddle: what a container sees -------------------------------------------------
 
 PROBE = """
-import json, os, socket, stat, sys
+import json, os, socket, stat, sys, time
 from pathlib import Path
+
+def barrier(stage):
+    # both pods past this point before either goes on (a pod that has ended leaves the DNS)
+    Path("/shared", stage + "-" + socket.gethostname()).write_text("")
+    while not all(Path("/shared", f"{stage}-probe-{i}").exists() for i in (0, 1)):
+        time.sleep(0.01)
 
 def resolve(name):
     try:
@@ -46,6 +52,7 @@ environ = Path("/proc/self/environ").read_bytes().split(b"\\0")
 names = ["probe-0.probe", "probe-1.probe", "probe-1", "probe.default.svc.cluster.local",
          "probe-0.probe.default.svc.cluster.local", "nowhere.invalid"]
 mounted = Path("/opt/podsim-probe/etc")
+barrier("resolving")
 report = {
     "pid": os.getpid(),
     "hostname": socket.gethostname(),
@@ -62,6 +69,7 @@ report = {
     "from_init": Path("/scratch/from-init").read_text(),
 }
 Path("/shared", socket.gethostname()).write_text("written by " + socket.gethostname())
+barrier("resolved")
 print(json.dumps(report))
 sys.exit(int(sys.argv[1]))
 """
@@ -142,9 +150,10 @@ def test_pods_are_wired_as_their_manifest_says(tmp_path: Path, pods_can_run: Non
                               workdir=tmp_path)
     assert [r.exit_code for r in results] == [0, 1], pod_logs(results)  # exit code = index
     assert not any(p.exists() for p in host_paths), "mount points were left on the host"
-    assert podsim.processes_in([r.pid_namespace for r in results]) == []
+    assert podsim.leftover_processes(results) == []
     shared = podsim.claim_dir(tmp_path, "probe-shared")
-    assert sorted(p.name for p in shared.iterdir()) == ["probe-0", "probe-1"]
+    assert [(shared / name).read_text() for name in ("probe-0", "probe-1")] == [
+        "written by probe-0", "written by probe-1"]
 
     for index, result in enumerate(results):
         report: dict[str, Any] = json.loads(result.log.strip().splitlines()[-1])
@@ -186,7 +195,7 @@ def test_a_pod_still_running_at_the_timeout_is_killed_with_all_its_processes(
     [result] = podsim.run_pods([job], image_fs={}, python=PYTHON, timeout=3, workdir=tmp_path)
     assert result.exit_code is None  # killed, not exited
     assert result.pid_namespace
-    assert podsim.processes_in([result.pid_namespace]) == []
+    assert podsim.leftover_processes([result]) == []
 
 
 LOOKUP = """
@@ -226,32 +235,399 @@ def test_before_the_cluster_dns_has_the_pods_only_the_hosts_file_resolves(
     assert "A late-1.late.default.svc.cluster.local NXDOMAIN" in log
 
 
+def sh_job(name: str, script: str, *, pods: int = 2, **spec: Any) -> Obj:
+    pod_spec = {"containers": [{"name": "c", "image": "sh", "command": ["sh", "-c", script]}]}
+    pod_spec.update(spec.pop("pod", {}))
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {
+        "completionMode": "Indexed", "completions": pods, "parallelism": pods, **spec,
+        "template": {"spec": pod_spec}}}
+
+
 def test_a_failed_pod_beyond_the_backoff_limit_fails_the_job_and_its_other_pods_are_deleted(
         tmp_path: Path, pods_can_run: None) -> None:
+    # pod 1 would sleep to the end, its sleep PID 1 of its namespace ignores SIGTERM (no handler)
     script = 'if [ "$JOB_COMPLETION_INDEX" = 0 ]; then exit 3; fi; exec sleep 300'
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "fails"}, "spec": {
-        "completionMode": "Indexed", "completions": 2, "parallelism": 2, "backoffLimit": 0,
-        "template": {"spec": {"containers": [
-            {"name": "c", "image": "sh", "command": ["sh", "-c", script]}]}}}}
+    job = sh_job("fails", script, backoffLimit=0, pod={"terminationGracePeriodSeconds": 1})
     results = podsim.run_pods([job], image_fs={}, python=PYTHON, timeout=600, workdir=tmp_path)
-    # pod 1 would have slept to the end and exited 0: it was killed when pod 0 failed
-    assert [r.exit_code for r in results] == [3, None], pod_logs(results)
-    assert podsim.processes_in([r.pid_namespace for r in results]) == []
+    # the Job failed with pod 0, deleted pod 1: SIGTERM, ignored, then SIGKILL after the grace
+    assert [r.exit_code for r in results] == [3, 137], pod_logs(results)
+    assert [r.deleted for r in results] == [False, True]
+    assert [r.phase for r in results] == ["Failed", "Failed"]
+    assert podsim.leftover_processes(results) == []
+    status = json.loads((tmp_path / "status" / "job-fails.json").read_text())["status"]
+    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [
+        ("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
 
 
-@pytest.mark.parametrize(("codes", "allowed", "failed"), [
-    ([3, None], 0, True), ([0, None], 0, False), ([3, None], 1, False), ([3, 1], 1, True),
-    ([3, None], None, False),
-])
-def test_job_failed_when_more_pods_failed_than_the_backoff_limit(
-        codes: list[int | None], allowed: int | None, failed: bool) -> None:
-    assert podsim.job_failed(codes, allowed) is failed
+def test_a_deleted_pod_that_handles_sigterm_ends_as_its_container_exits(
+        tmp_path: Path, pods_can_run: None) -> None:
+    script = ('if [ "$JOB_COMPLETION_INDEX" = 0 ]; then exit 3; fi; '
+              "trap 'echo got TERM; exit 0' TERM; echo ready; sleep 300 & wait")
+    job = sh_job("graceful", script, backoffLimit=0, pod={"terminationGracePeriodSeconds": 600})
+    results = podsim.run_pods([job], image_fs={}, python=PYTHON, timeout=600, workdir=tmp_path)
+    # deleted, exited 0 on SIGTERM: the kubelet's terminal phase is Succeeded, deleted or not
+    assert [(r.exit_code, r.phase) for r in results] == [(3, "Failed"), (0, "Succeeded")]
+    assert "got TERM" in results[1].log
+    assert podsim.leftover_processes(results) == []
 
 
-def test_failures_allowed_is_the_jobs_backoff_limit() -> None:
-    assert podsim.simulate_controllers([indexed_job()]).failures_allowed == 6  # the default
-    assert podsim.simulate_controllers([indexed_job(backoffLimit=0)]).failures_allowed == 0
-    assert podsim.simulate_controllers([paddlejob(1)]).failures_allowed is None
+JOBSET_SCRIPT = """
+echo "attempt=$ATTEMPT index=$JOB_COMPLETION_INDEX host=$(hostname)"
+barrier() {  # both pods of the attempt here before either goes on (an ended pod leaves the DNS)
+  touch "/shared/$1-$ATTEMPT-$JOB_COMPLETION_INDEX"
+  until [ -e "/shared/$1-$ATTEMPT-0" ] && [ -e "/shared/$1-$ATTEMPT-1" ]; do sleep 0.01; done
+}
+barrier up
+getent hosts gang-workers-0-1.gang.default.svc.cluster.local || echo "no peer"
+if [ "$ATTEMPT" = 0 ]; then
+  if [ "$JOB_COMPLETION_INDEX" = 1 ]; then exit 5; fi
+  trap 'exit 143' TERM
+  sleep 300 & wait
+fi
+barrier looked
+"""
+
+
+def sh_jobset(script: str = JOBSET_SCRIPT, *, max_restarts: int = 1, **pod: Any) -> Obj:
+    env = [{"name": "ATTEMPT", "valueFrom": {"fieldRef": {
+        "fieldPath": f"metadata.labels['{podsim.RESTARTS_KEY}']"}}}]
+    container = {"name": "c", "image": "sh", "command": ["sh", "-c", script], "env": env,
+                 "volumeMounts": [{"name": "shared", "mountPath": "/shared"}]}
+    volume = {"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}}
+    return {"apiVersion": podsim.JOBSET_API, "kind": "JobSet", "metadata": {"name": "gang"},
+            "spec": {"failurePolicy": {"maxRestarts": max_restarts}, "replicatedJobs": [{
+                "name": "workers", "template": {"spec": {
+                    "parallelism": 2, "completions": 2, "backoffLimit": 0,
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [container],
+                                          "volumes": [volume],
+                                          "terminationGracePeriodSeconds": 5, **pod}}}}}]}}
+
+
+def test_a_jobset_restarts_its_whole_gang_as_a_new_attempt(tmp_path: Path,
+                                                           pods_can_run: None) -> None:
+    results = podsim.run_pods([sh_jobset()], image_fs={}, python=PYTHON, timeout=120,
+                              workdir=tmp_path)
+    first, second = results[:2], results[2:]
+    assert [(r.index, r.exit_code) for r in first] == [(0, 143), (1, 5)], pod_logs(results)
+    assert [(r.index, r.exit_code) for r in second] == [(0, 0), (1, 0)], pod_logs(results)
+    # the new attempt's pods: the label, read through the fieldRef, and the same hostnames
+    assert [r.labels[podsim.RESTARTS_KEY] for r in results] == ["0", "0", "1", "1"]
+    for result in results:
+        assert f"attempt={result.labels[podsim.RESTARTS_KEY]} index={result.index} " \
+            f"host=gang-workers-0-{result.index}" in result.log
+    # ... started once every process of the old attempt had ended; the peer's name is theirs
+    assert max(r.ended_at or 0 for r in first) <= min(r.started_at or 0 for r in second)
+    # pod 1's new address, from the cluster DNS, for its peer as for itself
+    assert first[1].ip in first[0].log and second[1].ip in second[0].log
+    assert first[1].ip != second[1].ip
+    status = json.loads((tmp_path / "status" / "jobset-gang.json").read_text())["status"]
+    assert (status["restarts"], status["restartsCountTowardsMax"], status["terminalState"]) \
+        == (1, 1, "Completed")
+    assert podsim.leftover_processes(results) == []
+
+
+def test_a_run_acted_on_while_it_runs(tmp_path: Path, pods_can_run: None) -> None:
+    script = ("trap 'echo saving; exit 0' TERM; i=0; while true; do i=$((i+1)); "
+              'echo "step $i" >> /shared/$(hostname).log; sleep 0.05; done')
+    jobset = sh_jobset(script, max_restarts=0)
+    jobset["spec"]["failurePolicy"]["rules"] = [
+        {"name": "disruptions", "action": "RestartJobSetAndIgnoreMaxRestarts",
+         "onJobFailureReasons": ["PodFailurePolicy"]}]
+    template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
+    template["podFailurePolicy"] = {"rules": [{"action": "FailJob", "onPodConditions": [
+        {"type": "DisruptionTarget"}]}]}
+    shared = podsim.claim_dir(tmp_path, "shared")
+    with podsim.Simulation([jobset], image_fs={}, python=PYTHON, timeout=120,
+                           workdir=tmp_path) as run:
+        assert run.wait_for_line(shared / "gang-workers-0-1.log", lambda line: line == "step 3",
+                                 60) == "step 3"
+        pod = run.pod(index=1, attempt=0)
+        assert pod is not None
+        run.evict_pod(pod.name)
+        # a sigterm trapped with exit 0: Succeeded, so the Job does not fail; its DisruptionTarget
+        # is not a failure to the podFailurePolicy (only failed pods are matched)
+        assert run.wait_until(lambda: (run.pod(index=1, attempt=0) or pod).phase == "Succeeded",
+                              60)
+        pod0 = run.pod(index=0, attempt=0)
+        assert pod0 is not None
+        run.kill_pod(pod0.name)  # a crash: BackoffLimitExceeded, counted: maxRestarts 0
+        results = run.results()
+    assert [(r.index, r.exit_code, r.conditions) for r in results] == [
+        (0, 137, ()), (1, 0, ("DisruptionTarget",))], pod_logs(results)
+    status = run.jobset_status()
+    assert status is not None
+    assert status["terminalState"] == "Failed"
+    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [
+        ("Failed", "ReachedMaxRestarts")]
+    assert podsim.leftover_processes(results) == []
+
+
+# -- The control plane, step by step (no process) -------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def control_plane(*objects: Obj) -> tuple[podsim.ControlPlane, Clock]:
+    clock = Clock()
+    control = podsim.ControlPlane(objects, clock=clock)
+    control.reconcile()
+    return control, clock
+
+
+def start_all(control: podsim.ControlPlane) -> None:
+    for pod in control.pods:
+        if not pod.started and not pod.gone:
+            pod.started, pod.phase = True, "Running"
+
+
+def end(control: podsim.ControlPlane, clock: Clock, pod: podsim.PodState, code: int) -> None:
+    control.pod_ended(pod, code)
+    settle(control, clock)
+
+
+def settle(control: podsim.ControlPlane, clock: Clock) -> None:
+    """Past the Job controller's batching; deleted pods that have stopped are removed."""
+    clock.now += podsim.JOB_SYNC_BATCH
+    control.reconcile()
+    for pod in control.pods:
+        if pod.deleted is not None and (pod.terminal or not pod.started):
+            pod.gone = True
+    control.reconcile()
+
+
+def gang(**failure_policy: Any) -> Obj:
+    jobset = sh_jobset("true")
+    jobset["spec"]["failurePolicy"] = failure_policy or None
+    if not failure_policy:
+        del jobset["spec"]["failurePolicy"]
+    return jobset
+
+
+def test_a_jobset_makes_its_job_its_service_and_its_pods_as_jobset_does() -> None:
+    control, _ = control_plane(gang(maxRestarts=1))
+    [job] = control.jobs
+    assert job.name == "gang-workers-0"
+    assert job.labels[podsim.RESTARTS_KEY] == "0"
+    assert job.labels[podsim.JOBSET_NAME_KEY] == "gang"
+    [service] = control.services
+    assert service["metadata"]["name"] == "gang"
+    assert service["spec"]["selector"] == {podsim.JOBSET_NAME_KEY: "gang"}
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert [p.pod.hostname for p in control.pods] == ["gang-workers-0-0", "gang-workers-0-1"]
+    assert {p.pod.subdomain for p in control.pods} == {"gang"}
+    for pod in control.pods:
+        for key in (podsim.RESTARTS_KEY, podsim.JOBSET_NAME_KEY, podsim.REPLICATED_JOB_NAME_KEY,
+                    podsim.JOBSET_JOB_INDEX_KEY, podsim.JOB_INDEX_KEY):
+            assert key in pod.pod.labels and key in pod.pod.annotations
+    assert podsim.container_env(control.pods[0].pod.spec["containers"][0], control.pods[0].pod,
+                                {})["ATTEMPT"] == "0"
+
+
+def test_a_failed_job_is_failure_target_until_no_pod_of_it_is_terminating() -> None:
+    control, clock = control_plane(gang(maxRestarts=1))
+    start_all(control)
+    [job] = control.jobs
+    first, second = control.pods
+    end(control, clock, second, 137)
+    assert [c["type"] for c in job.conditions] == ["FailureTarget"]
+    assert job.conditions[0]["reason"] == "BackoffLimitExceeded"
+    assert first.deleted is not None and first.terminating
+    assert control.jobset is not None and control.jobset.restarts == 0  # Failed is not there yet
+    end(control, clock, first, 143)
+    assert [c["type"] for c in job.conditions] == ["FailureTarget", "Failed"]
+    assert (control.jobset.restarts, control.jobset.restarts_count_towards_max) == (1, 1)
+    assert podsim.find_condition(control.jobset.conditions, "RestartingJobSet")
+    # the old Job went in the foreground, its pods first; the new one has the name, attempt 1
+    [old, new] = control.jobs
+    assert old.gone and old is job and new.name == job.name
+    assert new.labels[podsim.RESTARTS_KEY] == "1"
+    assert new.obj["metadata"]["uid"] != job.obj["metadata"]["uid"]
+    pods = [p for p in control.pods if p.job is new]
+    assert [p.pod.hostname for p in pods] == ["gang-workers-0-0", "gang-workers-0-1"]
+    assert {p.pod.name for p in pods}.isdisjoint({first.name, second.name})
+    assert [podsim.container_env(p.pod.spec["containers"][0], p.pod, {})["ATTEMPT"]
+            for p in pods] == ["1", "1"]
+
+
+def test_a_job_being_deleted_is_not_made_again_until_it_is_gone() -> None:
+    control, clock = control_plane(gang(maxRestarts=1))
+    start_all(control)
+    first, second = control.pods
+    end(control, clock, second, 1)
+    control.pod_ended(first, 143)
+    clock.now += podsim.JOB_SYNC_BATCH
+    control.reconcile()  # restarted; the old Job's pods deleted, not yet removed
+    assert control.jobset is not None and control.jobset.restarts == 1
+    assert len(control.jobs) == 1 and control.jobs[0].deleting
+    settle(control, clock)
+    assert len(control.jobs) == 2
+
+
+def test_max_restarts_reached_fails_the_jobset() -> None:
+    control, clock = control_plane(gang(maxRestarts=0))
+    start_all(control)
+    first, second = control.pods
+    end(control, clock, second, 1)
+    end(control, clock, first, 143)
+    assert control.jobset is not None
+    assert control.jobset.terminal_state == "Failed"
+    assert [(c["type"], c["reason"]) for c in control.jobset.conditions] == [
+        ("Failed", "ReachedMaxRestarts")]
+    assert len(control.jobs) == 1  # nothing made again
+
+
+def test_without_a_failure_policy_a_failed_job_fails_the_jobset() -> None:
+    control, clock = control_plane(gang())
+    start_all(control)
+    first, second = control.pods
+    end(control, clock, second, 1)
+    end(control, clock, first, 143)
+    assert control.jobset is not None
+    assert [c["reason"] for c in control.jobset.conditions] == ["FailedJobs"]
+
+
+def disruptible(rules: list[Obj], *, pod_failure_policy: bool = True) -> Obj:
+    jobset = gang(maxRestarts=0, rules=rules)
+    if pod_failure_policy:
+        jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["podFailurePolicy"] = {
+            "rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    return jobset
+
+
+DISRUPTIONS = {"name": "DisruptionsDoNotCount", "action": "RestartJobSetAndIgnoreMaxRestarts",
+               "onJobFailureReasons": ["PodFailurePolicy"]}
+
+
+def test_an_evicted_pod_fails_its_job_by_the_pod_failure_policy_a_restart_not_counted() -> None:
+    control, clock = control_plane(disruptible([DISRUPTIONS]))
+    start_all(control)
+    first, second = control.pods
+    control.evict_pod(second, "EvictionByEvictionAPI", "Eviction API: evicting")
+    settle(control, clock)
+    [job] = [j for j in control.jobs if not j.gone]
+    assert job.conditions == []  # with a podFailurePolicy, only a Failed pod counts
+    end(control, clock, second, 15)  # Paddle's launcher exits 15 on SIGTERM
+    target = podsim.find_condition(job.conditions, "FailureTarget")
+    assert target is not None and target["reason"] == "PodFailurePolicy"
+    assert target["message"] == ("Pod default/" + second.name + " has condition DisruptionTarget "
+                                 "matching FailJob rule at index 0")
+    end(control, clock, first, 250)
+    assert control.jobset is not None
+    assert (control.jobset.restarts, control.jobset.restarts_count_towards_max) == (1, 0)
+    assert not control.jobset.terminal_state
+
+
+def test_fail_job_wins_over_the_backoff_limit_within_one_sync() -> None:
+    control, clock = control_plane(disruptible([DISRUPTIONS]))
+    start_all(control)
+    first, second = control.pods
+    control.evict_pod(second, "EvictionByEvictionAPI", "Eviction API: evicting")
+    control.pod_ended(first, 1)  # its peer failed first, in the same batch
+    control.pod_ended(second, 15)
+    settle(control, clock)
+    [job] = control.jobs[:1]
+    assert job.conditions[0]["reason"] == "PodFailurePolicy"
+
+
+@pytest.mark.parametrize("broken", ["no rule", "no podFailurePolicy"])
+def test_a_disruption_fails_the_jobset_when_the_wiring_lacks_a_part(broken: str) -> None:
+    jobset = disruptible([] if broken == "no rule" else [DISRUPTIONS],
+                         pod_failure_policy=broken != "no podFailurePolicy")
+    control, clock = control_plane(jobset)
+    start_all(control)
+    first, second = control.pods
+    control.evict_pod(second, "EvictionByEvictionAPI", "Eviction API: evicting")
+    settle(control, clock)
+    end(control, clock, second, 15)
+    end(control, clock, first, 250)
+    assert control.jobset is not None
+    assert [c["reason"] for c in control.jobset.conditions] == ["ReachedMaxRestarts"]
+    # the rule's absence: PodFailurePolicy matches no rule; the policy's: the deletion counts
+    assert control.jobs[0].conditions[-1]["reason"] == (
+        "PodFailurePolicy" if broken == "no rule" else "BackoffLimitExceeded")
+
+
+def test_a_pod_failure_policy_needs_restart_policy_never_or_no_job_is_made() -> None:
+    jobset = disruptible([DISRUPTIONS])
+    del jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "restartPolicy"]  # JobSet's webhook defaults it to OnFailure
+    control, _ = control_plane(jobset)
+    assert control.jobs == [] and control.pods == []
+    assert any("JobCreationFailed" in e and 'only "Never" is supported' in e
+               for e in control.events)
+
+
+def test_job_failure_policy_matching_follows_the_rules_in_order() -> None:
+    control, _ = control_plane(gang())
+    pod = control.pods[0]
+    pod.exit_code = 3
+    rules = {"rules": [
+        {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [3]}},
+        {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [0]}}]}
+    assert podsim.job_failure_policy_match(rules, pod) == (None, False)
+    pod.exit_code = 4
+    message, counted = podsim.job_failure_policy_match(rules, pod)
+    assert counted and message == (f"Container c for pod default/{pod.name} failed with exit "
+                                   "code 4 matching FailJob rule at index 1")
+    assert podsim.job_failure_policy_match(None, pod) == (None, True)
+
+
+def runtime_and_trainjob(**trainer: Any) -> list[Obj]:
+    jobset = sh_jobset("true")
+    rjob = jobset["spec"]["replicatedJobs"][0]
+    rjob["name"] = "node"
+    rjob["template"]["metadata"] = {"labels": {podsim.TRAINER_ANCESTOR_LABEL: "trainer"}}
+    rjob["template"]["spec"]["template"]["spec"]["containers"][0]["name"] = "node"
+    runtime = {"apiVersion": podsim.TRAINER_API, "kind": "TrainingRuntime",
+               "metadata": {"name": "rt"}, "spec": {"template": {
+                   "metadata": {"labels": {"team": "a"}}, "spec": jobset["spec"]}}}
+    trainjob = {"apiVersion": podsim.TRAINER_API, "kind": "TrainJob", "metadata": {"name": "tj"},
+                "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org",
+                                        "kind": "TrainingRuntime", "name": "rt"},
+                         "trainer": {"numNodes": 3, **trainer}}}
+    return [runtime, trainjob]
+
+
+def test_a_trainjob_makes_its_jobset_from_its_runtime_as_trainer_does() -> None:
+    control, clock = control_plane(*runtime_and_trainjob(
+        args=["--more"], env=[{"name": "ATTEMPT", "value": "mine"}]))
+    assert control.jobset is not None
+    assert control.jobset.name == "tj"
+    assert control.jobset.obj["metadata"]["labels"] == {"team": "a"}
+    [job] = control.jobs
+    assert job.name == "tj-node-0"
+    assert (job.spec["parallelism"], job.spec["completions"]) == (3, 3)
+    container = job.spec["template"]["spec"]["containers"][0]
+    assert container["args"] == ["--more"]
+    assert container["env"] == [{"name": "ATTEMPT", "value": "mine"}]  # upserted
+    start_all(control)
+    for pod in control.pods:
+        end(control, clock, pod, 0)
+    assert control.trainjob is not None
+    assert [(c["type"], c["reason"]) for c in control.trainjob.conditions] == [
+        ("Complete", "AllJobsCompleted")]
+
+
+def test_a_trainjob_of_a_runtime_kind_left_to_its_default_finds_no_runtime() -> None:
+    runtime, trainjob = runtime_and_trainjob()
+    del trainjob["spec"]["runtimeRef"]["kind"]  # ClusterTrainingRuntime
+    control, _ = control_plane(runtime, trainjob)
+    assert control.jobset is None and control.pods == []
+    assert any("ClusterTrainingRuntime rt not found" in e for e in control.events)
+
+
+def test_the_training_runtime_webhook_wants_a_node_container() -> None:
+    runtime, trainjob = runtime_and_trainjob()
+    rjob = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    rjob["template"]["spec"]["template"]["spec"]["containers"][0]["name"] = "paddle"
+    with pytest.raises(podsim.ControlPlaneError, match="ancestor: trainer"):
+        control_plane(runtime, trainjob)
 
 
 # -- Controllers ---------------------------------------------------------------------------------

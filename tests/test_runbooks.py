@@ -11,12 +11,20 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
+from runbook_stub import RUNS
 
-from conftest import GOLDEN, GOLDEN_SPECS, sh_blocks
+from paddlegen.compiler import kube_schema
+from paddlegen.compiler import runbook as rb
+from paddlegen.profiles.workload import OPERATOR_MANIFESTS
+
+from conftest import GOLDEN, GOLDEN_SPECS, run_cli, sh_blocks
 from profile_harness import golden_names, goldens_of, install_stubs, spec_values
 
 RunbookLog = Callable[[str], list[list[str]]]
@@ -94,7 +102,8 @@ def test_the_eks_runbook_runs_start_to_finish(golden: str, runbook_log: RunbookL
     # the spec's file system, or none: then the stack makes one
     given = "FileSystemId=" + ("" if made_here else "fs-0123456789abcdef0")
     assert log[efs_deployed][-1] == given
-    operator = [i for i, call in enumerate(log) if call[0] == "kubectl" and "-k" in call]
+    operator = [i for i, call in enumerate(log) if call[0] == "kubectl" and "-k" in call
+                and OPERATOR_MANIFESTS in call]
     assert bool(operator) == golden.endswith("kubeflow")
     models = position(log, "kubectl", "tar czf -")
     stack_deleted = position(log, "aws", f"cloudformation delete-stack --stack-name {stack}")
@@ -159,30 +168,247 @@ def test_a_record_set_kube_aws_manages_needs_no_dns_step(version: str) -> None:
     assert ("--hosted-zone-id=Z2ABCDEF12345" in runbook) == (version == "v0.9.9")
 
 
+def waits_of(golden: str) -> list[str]:
+    """The golden's blocks that wait for a Job or a run to end."""
+    return [b for b in sh_blocks((GOLDEN / golden / "out" / "RUNBOOK.md").read_text())
+            if "STATE=$(" in b]
+
+
+def words(call: list[str]) -> list[str]:
+    """A logged call without kubectl's --namespace, which may stand anywhere."""
+    return [word for word in call if not word.startswith("--namespace=")]
+
+
+def run_block(block: str, tree: Path, tmp_path: Path, **stub_env: str
+              ) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+    """One block run as the harness runs it (`bash -euo pipefail`), kubectl the stand-in; its
+    result and the stand-in's log."""
+    tmp_path.mkdir(exist_ok=True)
+    stubs = install_stubs(tmp_path / "stubs", ("kubectl",))
+    log = tmp_path / "log"
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block], cwd=tree, capture_output=True, text=True,
+        timeout=60, check=False,
+        env={"HOME": str(tmp_path), "PATH": f"{stubs}:/usr/bin:/bin", "LC_ALL": "C.UTF-8",
+             "STUB_LOG": str(log), **stub_env})
+    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return result, calls
+
+
 @pytest.mark.conformance
-@pytest.mark.parametrize("golden", [name for name in golden_names() if "STATE=$(" in (
-    GOLDEN / name / "out" / "RUNBOOK.md").read_text()])
+@pytest.mark.parametrize("golden", [name for name in golden_names() if waits_of(name)])
 def test_a_failed_job_ends_its_wait_non_zero_and_nothing_after_it_runs(
         golden: str, tmp_path: Path) -> None:
-    """The data Job (or the run) failed: the block says so and stops, within the Job's own
-    deadline (the stand-in answers Failed at once), and the trainers are never created."""
-    runbook = (GOLDEN / golden / "out" / "RUNBOOK.md").read_text()
-    [block] = [b for b in sh_blocks(runbook) if "STATE=$(" in b][:1]
-    spec = GOLDEN / golden / "spec.yaml"
+    """The data Job (or the run) failed: the block says so, with the Failed condition's reason
+    and message, and stops, within the Job's own deadline (the stand-in answers Failed at
+    once); the trainers of a data Job that failed are never created."""
+    block = waits_of(golden)[0]
     tree = tmp_path / "tree"
-    shutil.copytree(spec.parent / "out", tree / "out")
-    stubs = install_stubs(tmp_path / "stubs", ("kubectl",))
-    result = subprocess.run(
-        ["bash", "-c", block], cwd=tree / "out", capture_output=True, text=True, timeout=60,
-        env={"HOME": str(tmp_path), "PATH": f"{stubs}:/usr/bin:/bin", "LC_ALL": "C.UTF-8",
-             "STUB_LOG": str(tmp_path / "log"), "STUB_JOB_STATE": "Failed"}, check=False)
-    assert result.returncode != 0 and " failed; see: kubectl " in result.stderr
-    created = [json.loads(line) for line in (tmp_path / "log").read_text().splitlines()
-               if '"create"' in line]
-    waited_for = re.search(r"get (?:job|paddlejob) (\S+) ", block)
-    assert waited_for
-    assert not any("logs" in call for call in created)
-    assert len(created) == block[:block.index("until STATE=")].count("kubectl create -f")
+    shutil.copytree(GOLDEN / golden / "out", tree / "out")
+    result, calls = run_block(block, tree / "out", tmp_path, STUB_JOB_STATE="Failed")
+    waited = re.search(r"get (job|paddlejob|jobset|trainjob) (\S+) "
+                       r"-o jsonpath='\{\.status\.conditions", block)
+    assert waited
+    kind, name = waited.groups()
+    assert result.returncode != 0
+    assert f"{kind} {name} failed: {RUNS[kind][1]}\nsee: kubectl " in result.stderr
+    wait = min(block.index(start) for start in ("until STATE=", "ended() {") if start in block)
+    created = [call for call in calls if words(call)[1:2] == ["create"]]
+    assert len(created) == block[:wait].count("kubectl create -f")
+
+
+def gang_spec(golden: str, launcher: str, queue: bool = True) -> str:
+    """The golden's spec run by a gang launcher, restarted at most twice, with a queue."""
+    text = (GOLDEN / golden / "spec.yaml").read_text()
+    assert "  launcher: indexed\n" in text
+    extra = "\n  queue: team-a" if queue else ""
+    return text.replace("  launcher: indexed\n",
+                        f"  launcher: {launcher}\n  restarts: 2{extra}\n")
+
+
+def built_tree(spec_text: str, directory: Path) -> Path:
+    """The tree the spec builds, under directory/out, beside its spec.yaml."""
+    directory.mkdir(parents=True)
+    spec = directory / "spec.yaml"
+    spec.write_text(spec_text)
+    result = run_cli("build", spec, "-o", directory / "out")
+    assert result.returncode == 0, result.stderr
+    return directory / "out"
+
+
+def run_tree(out: Path, tmp_path: Path, **stub_env: str) -> list[list[str]]:
+    """Every block of the tree's RUNBOOK.md in order, each in a new `bash -euo pipefail`, with
+    the stand-ins (as profile_harness.run_blocks runs a golden's); their log."""
+    stubs = install_stubs(tmp_path / "stubs")
+    (stubs / "paddlegen").symlink_to(Path(sys.executable).parent / "paddlegen")
+    (tmp_path / "home").mkdir()
+    env = {"HOME": str(tmp_path / "home"), "PATH": f"{stubs}:/usr/bin:/bin",
+           "STUB_LOG": str(tmp_path / "log"), "IAM_USER": "alice", "ADMIN_PROFILE": "admin",
+           "SPEC": str(out.parent / "spec.yaml"), "LC_ALL": "C.UTF-8",
+           "STUB_EFS_DNS": "fs-0a1b2c3d.efs.us-west-2.amazonaws.com",
+           "STUB_FILE_SYSTEM": "fs-0123456789abcdef0", "CODE_DIR": str(tmp_path), **stub_env}
+    for number, block in enumerate(sh_blocks((out / "RUNBOOK.md").read_text()), start=1):
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=out, env=env,
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, f"block {number} failed:\n{block}\n{result.stderr}"
+        assert "unbound variable" not in result.stderr
+    return [json.loads(line) for line in (tmp_path / "log").read_text().splitlines()]
+
+
+GANG_VARIANTS = [(golden, launcher) for golden in ("eks-paddle", "kubernetes")
+                 for launcher in ("jobset", "trainjob")]
+# What each install applies, pinned (compiler/runbook.py names each one's source).
+APPLIED = {"jobset": [rb.JOBSET_MANIFESTS], "trainjob": [rb.TRAINER_MANIFESTS]}
+
+
+def applied(log: list[list[str]]) -> list[tuple[int, str]]:
+    """Where each `kubectl apply` of a release is in the log, and what it applies."""
+    return [(i, call[-1]) for i, call in enumerate(log) if call[:2] == ["kubectl", "apply"]
+            and call[-1].startswith("https://")]
+
+
+def created_kinds(log: list[list[str]]) -> list[tuple[int, str]]:
+    """Where each object of the tree is created, and its kind (from the file's name)."""
+    return [(i, call[-1].rsplit("/", 1)[1].split("-")[1]) for i, call in enumerate(log)
+            if call[:3] == ["kubectl", "create", "-f"] and call[-1] != "-"]
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize(("golden", "launcher"), GANG_VARIANTS)
+def test_a_gang_run_installs_what_it_needs_pinned_before_its_objects(
+        golden: str, launcher: str, tmp_path: Path) -> None:
+    out = built_tree(gang_spec(golden, launcher), tmp_path / "tree")
+    log = run_tree(out, tmp_path)
+    releases = applied(log)
+    assert [url for _, url in releases] == [*APPLIED[launcher], rb.KUEUE_MANIFESTS]
+    # Trainer brings JobSet: JobSet's own manifest would be a second controller
+    assert all("kubernetes-sigs/jobset" not in " ".join(call) for call in log) or \
+        launcher == "jobset"
+    kinds = created_kinds(log)
+    controlled = [i for i, kind in kinds if kind in (
+        "jobset", "trainjob", "trainingruntime", "resourceflavor", "clusterqueue", "localqueue")]
+    assert controlled and kinds[-1][1] == launcher
+    # every release, its rollout and its webhook's dry run come before the first of them
+    dry_runs = [i for i, call in enumerate(log) if "--dry-run=server" in call]
+    rollouts = [i for i, call in enumerate(log) if words(call)[1:3] == ["rollout", "status"]]
+    assert max(i for i, _ in releases) < max(dry_runs) < min(controlled)
+    assert len(dry_runs) == len(releases) and max(rollouts) < min(controlled)
+    # Kueue's configuration is rewritten, then Kueue restarted to read it
+    [config] = [i for i, call in enumerate(log) if "--field-manager=paddlegen" in call]
+    [restart] = [i for i, call in enumerate(log) if words(call)[1:3] == ["rollout", "restart"]]
+    assert releases[-1][0] < config < restart < dry_runs[-1]
+    # a namespace of the tree's own, then Kueue's queues, then the run that names its LocalQueue
+    if golden == "eks-paddle":
+        order = [kind for _, kind in kinds]
+        assert order[:4] == ["namespace", "resourceflavor", "clusterqueue", "localqueue"]
+    else:  # the cluster's admin owns the queue: the runbook checks it is there first
+        checked = position(log, "kubectl", f"get {rb.LOCAL_QUEUES} team-a")
+        assert checked < min(controlled)
+
+
+@pytest.mark.parametrize("launcher", ["jobset", "trainjob"])
+def test_each_install_block_can_run_twice(launcher: str) -> None:
+    runbook = kubernetes_runbook(gang_spec("kubernetes", launcher))
+    installs = [block for block in sh_blocks(runbook) if "kubectl apply" in block]
+    assert len(installs) == 2
+    for block in installs:
+        applies = [line for line in block.splitlines() if line.startswith("kubectl apply")]
+        assert applies and all("--server-side" in line for line in applies)
+        assert "kubectl create -f" not in block and "kubectl delete" not in block
+
+
+def kueue_configuration(runbook: str) -> dict[str, object]:
+    """The configuration the runbook gives Kueue: its ConfigMap's one key."""
+    [block] = [b for b in sh_blocks(runbook) if rb.KUEUE_MANIFESTS in b]
+    text = block[block.index("--field-manager=paddlegen -f - <<'EOF'\n"):]
+    document = text.split("\n", 1)[1].split("\nEOF\n", 1)[0]
+    config_map = YAML(typ="safe", pure=True).load(document)
+    assert (config_map["kind"], config_map["metadata"]) == (
+        "ConfigMap", {"name": "kueue-manager-config", "namespace": "kueue-system"})
+    config: dict[str, object] = YAML(typ="safe", pure=True).load(
+        config_map["data"]["controller_manager_config.yaml"])
+    return config
+
+
+def test_kueue_waits_for_all_pods_ready_and_keeps_the_integrations() -> None:
+    config = kueue_configuration(kubernetes_runbook(gang_spec("kubernetes", "trainjob")))
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert config["waitForPodsReady"] == {
+        "timeout": "30m", "blockAdmission": True,
+        "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 3,
+                              "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600}}
+    frameworks = config["integrations"]["frameworks"]  # type: ignore[index]
+    assert {"jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob", "batch/job"} <= set(
+        frameworks) and "kubeflow.org/paddlejob" not in frameworks
+    # the kubeflow launcher's PaddleJob only by its own integration, which the release leaves out
+    kubeflow = (GOLDEN / "kubernetes" / "spec.yaml").read_text().replace(
+        "  launcher: indexed\n", "  launcher: kubeflow\n  queue: team-a\n")
+    assert "kubeflow.org/paddlejob" in kueue_configuration(kubernetes_runbook(kubeflow))[
+        "integrations"]["frameworks"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("probe", [rb.jobset_probe(), rb.training_runtime_probe(),
+                                   rb.resource_flavor_probe()], ids=lambda p: p["kind"])
+def test_each_webhook_probe_is_an_object_its_crd_admits(probe: dict[str, Any]) -> None:
+    from test_crd_schemas import schema_of
+
+    from cel_rules import cel_violations
+
+    namespaced = probe if probe["kind"] == "ResourceFlavor" else {
+        **probe, "metadata": {**probe["metadata"], "namespace": "default"}}
+    assert kube_schema.violations(namespaced, "1.35") == []
+    assert cel_violations(probe, schema_of(probe["kind"])) == []
+
+
+def training_block(out: Path) -> str:
+    [block] = [b for b in sh_blocks((out / "RUNBOOK.md").read_text()) if "ended() {" in b]
+    return block
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize(("golden", "launcher"), GANG_VARIANTS)
+def test_a_gang_run_s_wait_ends_as_the_run_does(golden: str, launcher: str,
+                                                tmp_path: Path) -> None:
+    """Completed (TrainJob: Complete) ends it at zero; Failed non-zero with JobSet's reason and
+    message, even before any pod exists; a Workload Kueue deactivated non-zero, naming it."""
+    out = built_tree(gang_spec(golden, launcher), tmp_path / "tree")
+    block = training_block(out)
+    cases = {"done": {}, "failed": {"STUB_JOB_STATE": "Failed"},
+             "failed-podless": {"STUB_JOB_STATE": "Failed", "STUB_PODS": ""},
+             "deactivated": {"STUB_JOB_STATE": "Suspended", "STUB_WORKLOAD_ACTIVE": "false",
+                             "STUB_PODS": ""}}
+    for case, stub_env in cases.items():
+        result, calls = run_block(block, out, tmp_path / case, **stub_env)
+        follows = [call for call in calls if words(call)[1:2] == ["logs"]]
+        if case == "done":
+            assert result.returncode == 0 and "the run is done" in result.stdout
+            assert len(follows) == 1
+            continue
+        assert result.returncode != 0, case
+        if case.startswith("failed"):
+            assert (f"{launcher} linear failed: ReachedMaxRestarts: jobset failed due to reaching "
+                    f"max number of restarts\nsee: kubectl --namespace=") in result.stderr
+        else:
+            assert f"Kueue deactivated the Workload of {launcher} linear" in result.stderr
+            assert "-l kueue.x-k8s.io/job-uid=0c1d2e3f-" in result.stderr
+        assert len(follows) == (0 if stub_env.get("STUB_PODS") == "" else 1), case
+
+
+@pytest.mark.conformance
+def test_the_wait_follows_pod_0_of_the_current_attempt(tmp_path: Path) -> None:
+    out = built_tree(gang_spec("kubernetes", "jobset", queue=False), tmp_path / "tree")
+    block = training_block(out)
+    assert "kueue" not in block.lower()
+    result, calls = run_block(block, out, tmp_path / "run", STUB_RESTARTS="1")
+    assert result.returncode == 0
+    [listed, *_] = [call for call in calls if words(call)[1:3] == ["get", "pods"]
+                    and "jsonpath={.items[*].metadata.name}" in call[-1]]
+    assert listed[listed.index("-l") + 1] == (
+        "job-name=linear-trainer-0,batch.kubernetes.io/job-completion-index=0,"
+        "jobset.sigs.k8s.io/restart-attempt=1")
+    # a restart deletes pod 0 and ends its log (kubectl logs fails for a pod gone): the wait
+    # goes on
+    assert "logs -f \"$POD\" || true" in block
 
 
 GPU_KUBERNETES = (GOLDEN / "kubernetes" / "spec.yaml").read_text().replace(
@@ -219,7 +445,49 @@ def test_the_runbook_says_what_a_deleted_pod_does_to_the_run(golden: str) -> Non
     if golden.endswith("kubeflow"):
         assert "is not a failure to the training operator: it makes the pod again" in text
         assert "times out after 600 seconds (PADDLE_PG_TIMEOUT)" in text
-        assert "use `launcher: indexed`" in text
     else:
         assert "and so does a deleted or evicted one" in text
         assert "PADDLE_PG_TIMEOUT" not in text
+    assert "Where preemption is likely, use `launcher: jobset`" in text
+    assert "SIGTERM" not in text and "restarts the whole run" in text
+
+
+@pytest.mark.parametrize(("golden", "launcher"), GANG_VARIANTS)
+def test_the_runbook_says_what_a_failure_does_to_a_gang_run(golden: str, launcher: str) -> None:
+    runbook = kubernetes_runbook(gang_spec(golden, launcher))
+    text = " ".join(runbook[runbook.index("Data and training"):].split())
+    jobset = "JobSet" if launcher == "jobset" else "TrainJob's JobSet"
+    for said in (f"A failed pod restarts the whole run: {jobset} deletes every pod",
+                 "resume from the newest checkpoint in `$PADDLEGEN_CHECKPOINT_DIR` "
+                 "(`/mnt/shared/linear/checkpoints`",
+                 "That happens at most 2 times; the next failure fails the run, and the wait "
+                 "above ends non-zero",
+                 "A disruption (a pod evicted, its node drained, a Spot instance reclaimed: the "
+                 "pod's DisruptionTarget condition) restarts the whole run without counting",
+                 "There is no PodDisruptionBudget, so `kubectl drain` and an upgrade",
+                 "SIGTERM reaches your script through PaddlePaddle's launcher, the container's "
+                 "PID 1", "kills them 30 s later", "`paddle.disable_signal_handler()`",
+                 "only set a flag", "Kueue admits all of them or none",
+                 "get workloads.kueue.x-k8s.io", "describe localqueues.kueue.x-k8s.io team-a",
+                 "a restart, which makes the pods anew, ends that log, but not the block"):
+        assert said in text, said
+    assert ("set where Kueue was installed" in text) == (golden == "eks-paddle")
+    assert "backoffLimit 0" not in text and "PADDLE_PG_TIMEOUT" not in text
+
+
+@pytest.mark.conformance
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+def test_every_runbook_block_passes_shellcheck(tmp_path: Path) -> None:
+    """Every block of the eks and kubernetes goldens' runbooks and of the gang variants (those
+    of the older profiles have warnings of their own). Left out: SC2034 (OUT,
+    which every block's first line sets whether or not the block reads it) and SC2046 (`set --
+    $(...)`: the pods' names, split on purpose)."""
+    runbooks = {golden: (GOLDEN / golden / "out" / "RUNBOOK.md").read_text()
+                for profile in ("eks", "kubernetes") for golden in goldens_of(profile)}
+    for golden, launcher in GANG_VARIANTS:
+        runbooks[f"{golden}-{launcher}"] = kubernetes_runbook(gang_spec(golden, launcher))
+    for name, runbook in runbooks.items():
+        for number, block in enumerate(sh_blocks(runbook), start=1):
+            result = subprocess.run(["shellcheck", "--shell=bash", "--exclude=SC2034,SC2046", "-"],
+                                    input=block, capture_output=True, text=True, check=False)
+            assert result.returncode == 0, (name, number, result.stdout)

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from paddlegen.compiler.collective import GPU_RESOURCE
+from paddlegen.compiler.kueue import Quota
+
 MIB = 2**20
 MILLI = Decimal("0.001")
 
@@ -123,6 +126,23 @@ def node(kind: str, facts: dict[str, Any], efa: bool) -> Node:
     return Node(kind, facts["gpus"], adapters, millicores, mib,
                 max(millicores - kept_millicores, 0), max(mib - kept_mib, 0),
                 max(facts["maxPods"] - kept_pods, 0))
+
+
+# The adapters a pod gets: the resource of the EFA device plugin, aws-efa-k8s-device-plugin, which
+# eksctl v0.230.0 installs with efaEnabled (pkg/addons/assets/efa-device-plugin.yaml).
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+
+def node_group_quota(node: Node, nodes: int) -> tuple[Quota, ...]:
+    """What `nodes` nodes of the type leave trainer pods, resource by resource: the sum of
+    the numbers each node's pods are sized and fitted by (CPU and memory after the allowance
+    for the cluster's own pods; every GPU and, with EFA, every adapter), for Kueue's quota."""
+    found = [Quota("cpu", nodes * node.millicores, "m"), Quota("memory", nodes * node.mib, "Mi")]
+    if node.gpus:
+        found.append(Quota(GPU_RESOURCE, nodes * node.gpus, ""))
+    if node.efa_adapters:
+        found.append(Quota(EFA_RESOURCE, nodes * node.efa_adapters, ""))
+    return tuple(found)
 
 
 def share(node: Node, pods: int) -> tuple[int, int]:
