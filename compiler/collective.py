@@ -233,11 +233,14 @@ def field_env(name: str, path: str) -> Object:
 
 
 def fixed_env(training: CollectiveTraining) -> list[tuple[str, str]]:
-    """The same for every pod: the launcher's port range, the script's directories, a bound on
-    a lost peer with kubeflow, the fabric's."""
-    timeout = [("PADDLE_PG_TIMEOUT", str(PG_TIMEOUT_MS))] if training.launcher == "kubeflow" \
-        else []
-    return [("PORT_RANGE", port_range(training.master_port)), *training.output_dirs, *timeout,
+    """The same for every pod: the launcher's port range, the script's directories, unbuffered
+    output (or, with kubeflow, a bound on a lost peer), the fabric's."""
+    # kubeflow: the training operator appends PYTHONUNBUFFERED; elsewhere the launcher's stdout
+    # (trainer 0's log, which the runbook follows) would come in blocks, and a killed pod's last
+    # lines never.
+    own = [("PADDLE_PG_TIMEOUT", str(PG_TIMEOUT_MS))] if training.launcher == "kubeflow" \
+        else [("PYTHONUNBUFFERED", "1")]
+    return [("PORT_RANGE", port_range(training.master_port)), *training.output_dirs, *own,
             *training.device_env]
 
 

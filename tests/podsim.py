@@ -604,7 +604,8 @@ def jobset_defaults(jobset: Obj) -> Obj:
         job_spec.setdefault("completionMode", "Indexed")
         pod_spec = job_spec["template"]["spec"]
         if not pod_spec.get("restartPolicy"):
-            pod_spec["restartPolicy"] = "OnFailure"  # kept so even with a podFailurePolicy
+            # even with a podFailurePolicy, which the API server then refuses (create_job)
+            pod_spec["restartPolicy"] = "OnFailure"
         if rjob.get("dependsOn"):
             raise ValueError("JobSet dependsOn is not simulated")
     if spec["startupPolicy"].get("startupPolicyOrder") != "AnyOrder":
@@ -669,8 +670,12 @@ def trainjob_jobset(trainjob: Obj, runtime: Obj) -> Obj:
                     if trainer.get(key) is not None:
                         container[key] = copy.deepcopy(trainer[key])
                 env = container.setdefault("env", [])
-                for var in trainer.get("env", []):
-                    env[:] = [e for e in env if e["name"] != var["name"]] + [copy.deepcopy(var)]
+                for var in trainer.get("env", []):  # apply.UpsertEnvVars: in place, else added
+                    names = [e["name"] for e in env]
+                    if var["name"] in names:
+                        env[names.index(var["name"])] = copy.deepcopy(var)
+                    else:
+                        env.append(copy.deepcopy(var))
         job_spec["parallelism"] = job_spec["completions"] = count
     tj_meta = trainjob["metadata"]
     metadata = {"name": tj_meta["name"], "namespace": namespace_of(trainjob),
@@ -847,8 +852,9 @@ class ControlPlane:
         times = [job.sync_due for job in self.jobs if job.sync_due is not None and not job.gone]
         for job in self.jobs:
             deadline = job.spec.get("activeDeadlineSeconds")
-            if deadline is not None and job.started is not None and not job.finished \
-                    and not job.gone:
+            if deadline is not None and job.started is not None and not job.gone \
+                    and not job.deleting and not job.finished \
+                    and not find_condition(job.conditions, "FailureTarget"):
                 times.append(job.started + float(deadline))
         return min(times, default=None)
 
@@ -872,6 +878,7 @@ class ControlPlane:
         past_deadline = (deadline is not None and job.started is not None
                          and now >= job.started + float(deadline))
         if job.gone or job.deleting or job.finished:
+            job.sync_due = None
             return False
         if not past_deadline and (job.sync_due is None or job.sync_due > now):
             return False
@@ -1871,13 +1878,14 @@ class Simulation:
     The node does what the kubelet does for the control plane: starts each new pod (its
     address, files, mounts and process, see pod_plan), reports its container's end (its pidfd:
     no polling), stops a deleted pod's container (SIGTERM to its PID 1, SIGKILL once
-    terminationGracePeriodSeconds have passed: pkg/kubelet/kuberuntime, killContainer) and
-    removes the pod once it has stopped. A pod is in its Services' DNS records from
-    `dns_delay` seconds after it started (the EndpointSlice lags) until its phase is Succeeded or
-    Failed, or, for a Service without publishNotReadyAddresses, until its deletion
-    (k8s.io/endpointslice, ShouldPodBeInEndpoints and podToEndpoint's ready). The run ends
-    when no pod runs or waits to start and no controller has anything queued, or after
-    `timeout` seconds: pods still running then are killed at once."""
+    terminationGracePeriodSeconds have passed: pkg/kubelet/kuberuntime/kuberuntime_container.go,
+    killContainer, the CRI's StopContainer with that timeout) and removes the pod once it has
+    stopped. A pod is in its Services' DNS records from `dns_delay` seconds after it was made
+    (the EndpointSlice lags) until its phase is Succeeded or Failed, or, for a Service without
+    publishNotReadyAddresses, until its deletion (k8s.io/endpointslice, ShouldPodBeInEndpoints
+    and podToEndpoint's ready). The run ends when no pod runs or waits to start and no
+    controller has anything queued, or after `timeout` seconds: pods still running then are
+    killed at once."""
 
     def __init__(self, objects: Sequence[Obj], *, image_fs: Mapping[str, Path], python: Path,
                  timeout: float, workdir: Path, dns_delay: float = 0.0) -> None:
@@ -1914,7 +1922,6 @@ class Simulation:
             self._network.kill()
             self._network.wait()
             raise
-        self.control.began = self.control.clock()
         self._thread = threading.Thread(target=self._run, name="podsim", daemon=True)
         self._thread.start()
 
@@ -2190,8 +2197,9 @@ class Simulation:
                             self.control.trainjob.status()))
         directory = self.workdir / "status"
         directory.mkdir(exist_ok=True)
-        files = {f"{kind}-{name}": {"kind": kind, "metadata": {"name": name}, "status": status}
-                 for kind, name, status in objects}
+        files: dict[str, Obj] = {
+            f"{kind}-{name}": {"kind": kind, "metadata": {"name": name}, "status": status}
+            for kind, name, status in objects}
         files["pods"] = {"items": [  # the pods that exist, with their logs' paths
             {"metadata": {"name": pod.name, "labels": pod.pod.labels},
              "status": {"phase": pod.phase},
@@ -2414,6 +2422,17 @@ if __name__ == "__main__":
     if sys.argv[1] == "--pod":
         sys.exit(pod_parent_main(sys.argv[2]))
     sys.exit(pod_main(sys.argv[1]))
+
+
+def why_paddle_cannot_run() -> str | None:
+    """Why the real PaddlePaddle cannot train across simulated pods here, if it cannot. Asked
+    when a test runs, not as it is collected: importing paddle takes seconds, which the test
+    parts that deselect these tests need not pay."""
+    try:
+        import paddle  # noqa: F401
+    except ImportError:
+        return "paddlepaddle is not installed (pip install -e '.[test,paddle]')"
+    return why_pods_cannot_run()
 
 
 def why_pods_cannot_run() -> str | None:

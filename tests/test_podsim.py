@@ -553,6 +553,27 @@ def test_a_disruption_fails_the_jobset_when_the_wiring_lacks_a_part(broken: str)
         "PodFailurePolicy" if broken == "no rule" else "BackoffLimitExceeded")
 
 
+def test_past_its_deadline_a_job_fails_and_the_deadline_rule_fails_the_jobset() -> None:
+    jobset = disruptible([DISRUPTIONS, {"name": "DeadlineEndsTheRun", "action": "FailJobSet",
+                                        "onJobFailureReasons": ["DeadlineExceeded"]}])
+    jobset["spec"]["failurePolicy"]["maxRestarts"] = 5
+    jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["activeDeadlineSeconds"] = 60
+    control, clock = control_plane(jobset)
+    start_all(control)
+    assert control.next_due() == 60  # the deadline, counted from the Job's start
+    clock.now = 60
+    control.reconcile()
+    [job] = control.jobs
+    assert [(c["type"], c["reason"]) for c in job.conditions] == [
+        ("FailureTarget", "DeadlineExceeded")]
+    assert all(p.deleted is not None for p in control.pods)
+    for pod in control.pods:
+        end(control, clock, pod, 143)
+    assert control.jobset is not None
+    assert [c["reason"] for c in control.jobset.conditions] == ["FailJobSetFailurePolicyAction"]
+    assert control.jobset.restarts == 0
+
+
 def test_a_pod_failure_policy_needs_restart_policy_never_or_no_job_is_made() -> None:
     jobset = disruptible([DISRUPTIONS])
     del jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][

@@ -37,7 +37,7 @@ from podsim import (
     Simulation,
     claim_dir,
     leftover_processes,
-    why_pods_cannot_run,
+    why_paddle_cannot_run,
 )
 from ruamel.yaml import YAML
 
@@ -56,17 +56,9 @@ TIMEOUT = 300.0  # seconds: a bound on a whole run, never reached when all goes 
 WAIT = 120.0  # seconds: a bound on a wait for a pod's line
 
 
-def requirements() -> str | None:
-    try:
-        import paddle  # noqa: F401
-    except ImportError:
-        return "paddlepaddle is not installed (pip install -e '.[test,paddle]')"
-    return why_pods_cannot_run()
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _requirements() -> None:
-    reason = requirements()
+    reason = why_paddle_cannot_run()
     if reason:
         pytest.skip(reason)
 
@@ -245,8 +237,9 @@ else:
 
 
 def run_runbook_wait(block: str, workdir: Path) -> subprocess.CompletedProcess[str]:
-    """The block in `bash -euo pipefail`, as a person pastes it, the stand-in first on PATH."""
-    stubs = workdir / "stubs"
+    """The block in `bash -euo pipefail`, as a person pastes it, the stand-in first on PATH,
+    answering from the status files of the run in `workdir`."""
+    stubs = workdir / "runbook-stubs"
     stubs.mkdir()
     kubectl = stubs / "kubectl"
     kubectl.write_text(f"#!{sys.executable}\n{KUBECTL}")
@@ -329,7 +322,7 @@ def test_a_jobset_trains_to_the_end(uninterrupted: Uninterrupted, nodes: int) ->
     assert leftover_processes(done.results) == []
     # the runbook's wait sees the Completed condition and goes on
     waited = run_runbook_wait(runbook_wait(built("jobset", nodes, 0).runbook,
-                                           "05-jobset-linear.yaml"), done.workdir / "runbook")
+                                           "05-jobset-linear.yaml"), done.workdir)
     assert waited.returncode == 0, waited.stderr
     assert waited.stdout.endswith("the run is done\n")
 
@@ -375,8 +368,7 @@ def test_more_crashes_than_restarts_fail_the_jobset_and_the_runbooks_wait(
     assert done.ranks == []  # no rank got to the end
     assert all(r.phase == "Failed" for r in done.results), logs
     assert_attempts_apart(done.results)  # and nothing of either attempt left running
-    waited = run_runbook_wait(runbook_wait(job.runbook, "05-jobset-linear.yaml"),
-                              tmp_path / "runbook")
+    waited = run_runbook_wait(runbook_wait(job.runbook, "05-jobset-linear.yaml"), tmp_path)
     assert waited.returncode != 0, (waited.stdout, waited.stderr)
     assert "jobset linear failed" in waited.stderr
     assert "ReachedMaxRestarts" in waited.stderr
