@@ -362,8 +362,10 @@ def gang_job_template(meta: Meta, training: CollectiveTraining) -> Object:
     labels = dict(indexed["metadata"]["labels"])
     if training.launcher == "trainjob":
         labels[TRAINER_ANCESTOR_LABEL] = "trainer"
-    spec = {**indexed["spec"], "podFailurePolicy": DISRUPTION_POLICY}
-    return {"metadata": {"labels": labels}, "spec": spec}
+    # the TTL is the JobSet's: a child Job's own would take the pods (and their logs) early
+    spec = {key: value for key, value in indexed["spec"].items()
+            if key != "ttlSecondsAfterFinished"}
+    return {"metadata": {"labels": labels}, "spec": {**spec, "podFailurePolicy": DISRUPTION_POLICY}}
 
 
 def jobset_spec(meta: Meta, training: CollectiveTraining) -> Object:
@@ -399,10 +401,9 @@ def jobset(meta: Meta, training: CollectiveTraining) -> Object:
 def training_runtime(meta: Meta, training: CollectiveTraining) -> Object:
     """The Paddle runtime Trainer v2.3.0 lacks: plainML (no mlPolicy: Trainer then sets no
     framework's environment, only the node count), its JobSet template carrying the wiring."""
-    labels = metadata(meta, training.name, component="trainer")["labels"]
-    return {"apiVersion": TRAINER_API, "kind": "TrainingRuntime",
-            "metadata": metadata(meta, training.name, component="trainer"),
-            "spec": {"template": {"metadata": {"labels": labels},
+    runtime = metadata(meta, training.name, component="trainer")
+    return {"apiVersion": TRAINER_API, "kind": "TrainingRuntime", "metadata": runtime,
+            "spec": {"template": {"metadata": {"labels": dict(runtime["labels"])},
                                   "spec": jobset_spec(meta, training)}}}
 
 
@@ -504,7 +505,9 @@ def explanation(meta: Meta, profile: str, training: CollectiveTraining,
                           f"hosts, at most {NAME_WAIT_SECONDS} s), then execs the launcher"),)
               if training.waits_for_names else ()),
             ("command", shell_words(argv)),
-            ("deadline", f"{training.deadline_seconds} s, then the run fails"),
+            ("deadline", f"{training.deadline_seconds} s"
+                         f"{' for each attempt' if training.launcher in GANG_LAUNCHERS else ''}"
+                         ", then the run fails"),
             ("on SIGTERM", f"{training.grace_period_seconds} s to SIGKILL; the launcher kills "
                            "its trainers after 30 s"),
             *((("restarts", f"at most {training.restarts} after a failure, from the newest "

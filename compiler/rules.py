@@ -236,10 +236,13 @@ def release_fields(target_of: Callable[[K], Target], jobs: tuple[str, ...], *,
 
 
 LAUNCHER_DOC = """training.launcher is one the target release can run: indexed needs Indexed
-    Jobs (Kubernetes 1.24), kubeflow a cluster that runs Kubeflow's training operator v1.9 (a
-    current one); the 2016-2017 tutorial stacks' clusters predate both."""
+    Jobs (Kubernetes 1.24), kubeflow a cluster that runs Kubeflow's training operator v1.9,
+    jobset JobSet v0.12.0 and trainjob Kubeflow Trainer v2.3.0 (each a current one); the
+    2016-2017 tutorial stacks' clusters predate them all."""
 LAUNCHER_NEEDS = {"indexed": "Indexed Jobs (Kubernetes 1.24 has)",
-                  "kubeflow": "Kubeflow's training operator v1.9 (a current Kubernetes runs it)"}
+                  "kubeflow": "Kubeflow's training operator v1.9 (a current Kubernetes runs it)",
+                  "jobset": "JobSet v0.12.0 (a current Kubernetes runs it)",
+                  "trainjob": "Kubeflow Trainer v2.3.0 (a current Kubernetes runs it)"}
 
 
 class WithLauncher(WithKubeVersion, WithPserverTraining, Protocol):
@@ -258,9 +261,12 @@ def launcher_release(target_of: Callable[[L], Target], *,
         launcher = spec.training.launcher
         target = target_of(spec)
         if launcher != "seed" and not target.kube.indexed_job:
+            # the seed launcher runs the tutorial image's own script: PaddlePaddle v1 only
+            v1 = getattr(spec.training, "framework", "paddle-v1") == "paddle-v1"
             yield ("training", "launcher"), (
                 f"{target.tool} runs Kubernetes {target.kube.version}, too old for "
-                f"{LAUNCHER_NEEDS[launcher]}, which the {launcher} launcher needs; use seed")
+                f"{LAUNCHER_NEEDS[launcher]}, which the {launcher} launcher needs; "
+                f"{'use seed' if v1 else 'target a current Kubernetes release'}")
 
     check.__doc__ = LAUNCHER_DOC
     return Rule("launcher", check, reads=("training.launcher", *target_reads))

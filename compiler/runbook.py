@@ -15,6 +15,7 @@ from shlex import quote as q
 from paddlegen.compiler.collective import (
     CHECKPOINT_DIR_VARIABLE,
     GANG_LAUNCHERS,
+    GPU_RESOURCE,
     JOBSET_API,
     PG_TIMEOUT_MS,
     RESTART_ATTEMPT_LABEL,
@@ -677,7 +678,7 @@ def cuda_check_pod(meta: Meta, training: CollectiveTraining) -> Object:
             "metadata": {**labelled, "namespace": CUDA_CHECK_NAMESPACE},
             "spec": {"containers": [{"name": "cuda-check", "image": training.image,
                                      "command": ["python", "-c", CUDA_CHECK],
-                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                                     "resources": {"limits": {GPU_RESOURCE: "1"}}}],
                      **pod_policy_fields(meta), "restartPolicy": "Never",
                      "activeDeadlineSeconds": CUDA_CHECK_SECONDS}}
 
@@ -692,10 +693,14 @@ def cuda_check_on_node(meta: Meta, training: CollectiveTraining) -> str:
     failed = ("no node ran the image's CUDA check: see the pod's events and log above "
               "(no nvidia.com/gpu on the nodes, a taint the spec does not tolerate, a CPU "
               "build of Paddle)")
+    phase = f"{in_default} get pod {name} -o jsonpath='{{.status.phase}}'"
+    # a failed check ends the wait at once: `kubectl wait` for Succeeded would sit out its bound
     return (f"{in_default} delete pod {name} --ignore-not-found\n"
             f"{in_default} create -f - <<'EOF'\n{to_yaml(pod)}EOF\n"
-            f"if {in_default} wait pod/{name} --for=jsonpath='{{.status.phase}}'=Succeeded "
-            f"--timeout={CUDA_CHECK_SECONDS}s; then\n"
+            f"deadline=$((SECONDS + {CUDA_CHECK_SECONDS}))\n"
+            f'until PHASE=$({phase}); [ "$PHASE" = Succeeded ] || [ "$PHASE" = Failed ] ||\n'
+            f'    [ "$SECONDS" -ge "$deadline" ]; do\n  sleep 5\ndone\n'
+            f'if [ "$PHASE" = Succeeded ]; then\n'
             f"  {in_default} logs {name}\n"
             f"  {in_default} delete pod {name}\n"
             f"else\n"

@@ -147,7 +147,8 @@ def kubectl(argv: list[str]) -> int:
         print(f"NAME     CLUSTERQUEUE   PENDING WORKLOADS   ADMITTED WORKLOADS\n{words[2]}   "
               "trainers       0                   0")
     elif verb == "get" and words[1] == "pod" and "phase" in output:
-        print("Running", end="")
+        # the image's CUDA check on a node runs to its end; other pods run
+        print("Succeeded" if words[2].endswith("-cuda-check") else "Running", end="")
     elif verb == "get" and words[1] == "pods":
         if output == "name":
             pass  # gone

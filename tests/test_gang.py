@@ -536,3 +536,17 @@ def test_the_job_name_is_one_jobsets_webhook_admits(
         assert f"shorten the name to {longest} characters" in problem.message
     [problem] = problems(re.sub(r"name: (ctr-[a-z]+)", r"name: 1\1", text, count=1))
     assert (problem.path, problem.rule) == ("metadata.name", f"{launcher}-names")
+
+
+def test_an_old_release_refuses_the_gang_launchers_without_pointing_paddle_at_seed() -> None:
+    """The launcher rule names what each launcher needs, and never advises seed, a PaddlePaddle
+    v1 launcher, to a PaddlePaddle 3 spec (kubernetes still targets 1.8 for the tutorials)."""
+    spec = (GOLDEN / "kubernetes" / "spec.yaml").read_text()
+    for launcher in ("jobset", "trainjob"):
+        old = spec.replace('kubeVersion: "1.37"', 'kubeVersion: "1.8"').replace(
+            "launcher: indexed", f"launcher: {launcher}")
+        with pytest.raises(SpecError) as raised:
+            build(old.encode(), "spec.yaml")
+        [problem] = [str(p) for p in raised.value.problems if "[launcher]" in str(p)]
+        assert problem.endswith("which the " + launcher + " launcher needs; target a current "
+                                "Kubernetes release [launcher]"), problem

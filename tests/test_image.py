@@ -132,12 +132,13 @@ def test_a_gpu_image_is_checked_before_the_cluster_and_on_a_node_after_it() -> N
     cuda = "docker run --rm 123456789012.dkr.ecr.us-west-2.amazonaws.com/paddle-linear:1.0 " \
            "python -c 'import paddle; assert paddle.is_compiled_with_cuda()'"
     assert image < runbook.index(cuda) < runbook.index("docker push") < cluster
-    node = runbook.index("kubectl --namespace=default wait pod/linear-cuda-check")
+    node = runbook.index("kubectl --namespace=default get pod linear-cuda-check -o jsonpath")
     assert cluster < node < runbook.index("## 4. The file system")
     assert "nvidia.com/gpu: '1'" in runbook[cluster:node]
     assert "paddle.device.cuda.device_count()" in runbook[cluster:node]
-    # bounded, and the pod goes whether it passed or not
-    assert "--timeout=1200s" in runbook[node:]
+    # bounded, ended at once by a failed check, and the pod goes whether it passed or not
+    assert "deadline=$((SECONDS + 1200))" in runbook[cluster:node]
+    assert '[ "$PHASE" = Failed ]' in runbook[node:]
     assert runbook[node:].count("delete pod linear-cuda-check") == 2
     assert "delete pod linear-cuda-check --ignore-not-found" in runbook[cluster:node]
     cpu = runbook_of(variant("cpu"))
