@@ -560,16 +560,20 @@ def rollout(namespace: str, deployment: str) -> str:
             f"--timeout={ROLLOUT_SECONDS}s\n")
 
 
+def release_frameworks() -> list[str]:
+    """The integrations Kueue's release enables (its shipped configuration)."""
+    integrations = KUEUE_CONFIG["integrations"]
+    assert isinstance(integrations, dict)
+    return list(integrations["frameworks"])
+
+
 def kueue_config(training: CollectiveTraining) -> dict[str, object]:
     """KUEUE_CONFIG, with Kubeflow's PaddleJob among the integrations for the kubeflow
     launcher (deprecated in Kueue, and not in the release's list; rule legacy-operator warns)."""
     framework = KUEUE_FRAMEWORKS[training.launcher]
-    integrations = KUEUE_CONFIG["integrations"]
-    assert isinstance(integrations, dict)
-    if framework in integrations["frameworks"]:
+    if framework in release_frameworks():
         return KUEUE_CONFIG
-    return {**KUEUE_CONFIG, "integrations": {
-        "frameworks": [*integrations["frameworks"], framework]}}
+    return {**KUEUE_CONFIG, "integrations": {"frameworks": [*release_frameworks(), framework]}}
 
 
 def kueue_config_map(training: CollectiveTraining) -> Object:
@@ -627,7 +631,7 @@ def trainer_controller() -> Controller:
 def kueue_controller(training: CollectiveTraining) -> Controller:
     framework = KUEUE_FRAMEWORKS[training.launcher]
     integrations = (f"the integrations of the release, `{framework}` among them"
-                    if kueue_config(training) is KUEUE_CONFIG else
+                    if framework in release_frameworks() else
                     f"the integrations of the release and `{framework}`, which it does not "
                     "enable (deprecated, to be removed in Kueue v0.20)")
     return Controller(

@@ -396,21 +396,32 @@ def instance_type(spec: EksSpec) -> Iterable[Violation]:
                     f"and CPUs, on x86_64: choose {instead_of(kind, hardware)}"
     elif typo := typo_hint(kind):
         yield path, f"not an EC2 instance type{typo}"
-    elif unknown_type(kind):
+    else:
+        yield from unknown_type_refusals(spec)
+
+
+def unknown_type_refusals(spec: EksSpec) -> list[Violation]:
+    """Where a type outside the table would make paddlegen guess what it writes (the rule
+    instance-type's errors; without them, unknown-instance-type's warning)."""
+    kind, path = spec.cluster.worker_instance_type, ("cluster", "workerInstanceType")
+    found: list[Violation] = []
+    if unknown_type(kind):
         if spec.cluster.efa:
-            yield ("cluster", "efa"), (
+            found.append((("cluster", "efa"), (
                 f"paddlegen does not know how many Elastic Fabric Adapters {kind} has, so its "
                 f"pods would get none while eksctl enables EFA; choose a type of {INSTANCE_TABLE}, "
-                "or leave efa out")
+                "or leave efa out")))
         if spec.training.framework == "paddle" and spec.training.resources is None:
-            yield path, (f"paddlegen does not know {kind}'s CPUs, memory and GPUs, so it cannot "
-                         "size the trainer pods to it; set training.resources (requests and "
-                         f"limits), or choose a type of {INSTANCE_TABLE}")
+            found.append((path, (
+                f"paddlegen does not know {kind}'s CPUs, memory and GPUs, so it cannot size the "
+                "trainer pods to it; set training.resources (requests and limits), or choose a "
+                f"type of {INSTANCE_TABLE}")))
         if spec.training.framework == "paddle" and spec.training.queue is not None:
-            yield ("training", "queue"), (
+            found.append((("training", "queue"), (
                 f"paddlegen does not know {kind}'s CPUs, memory and GPUs, so it cannot write "
                 f"the quota of the node group's ClusterQueue; choose a type of "
-                f"{INSTANCE_TABLE}, or leave queue out")
+                f"{INSTANCE_TABLE}, or leave queue out")))
+    return found
 
 
 def instead_of(kind: str, hardware: str) -> str:
@@ -430,9 +441,8 @@ def unknown_instance_type(spec: EksSpec) -> Iterable[Violation]:
     rest), so it is a warning, not an error: but nothing checks its GPUs against gpusPerNode,
     its EFA adapters, whether the pods' CPU and memory requests fit a node, nor how many pods
     share one."""
-    kind, t = spec.cluster.worker_instance_type, spec.training
-    if not unknown_type(kind) or spec.cluster.efa or (t.framework == "paddle" and (
-            t.resources is None or t.queue is not None)):
+    kind = spec.cluster.worker_instance_type
+    if not unknown_type(kind) or unknown_type_refusals(spec):
         return  # rule instance-type refuses it
     gpus = trainer_gpus(spec)
     asked = f" (gpusPerNode {gpus})" if gpus else ""

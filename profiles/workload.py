@@ -13,7 +13,12 @@ from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from paddlegen.compiler import collective
-from paddlegen.compiler.collective import GANG_LAUNCHERS, CollectiveLauncher, CollectiveTraining
+from paddlegen.compiler.collective import (
+    GANG_LAUNCHERS,
+    REPLICATED_JOB,
+    CollectiveLauncher,
+    CollectiveTraining,
+)
 from paddlegen.compiler.explain import common_facts, pserver_explanation
 from paddlegen.compiler.kube_objects import (
     Object,
@@ -376,12 +381,12 @@ indexed_names = launcher_names(
 # JobSet's webhook (v0.12.0, pkg/webhooks/jobset_webhook.go) refuses a pod name
 # <jobset>-<replicated job>-<job index>-<completion index>-<5-character suffix> over 63.
 jobset_names = launcher_names(
-    "jobset", lambda name, last: f"{name}-trainer-0-{last}-xxxxx",
+    "jobset", lambda name, last: f"{name}-{REPLICATED_JOB['jobset']}-0-{last}-xxxxx",
     """With the jobset launcher, the job's name makes the JobSet's Service and its pods' names:
     it starts with a letter, and <name>-trainer-0-<nodes-1>-<5-character suffix> (the last
     pod's name, which JobSet's webhook checks) has at most 63 characters.""")
 trainjob_names = launcher_names(
-    "trainjob", lambda name, last: f"{name}-node-0-{last}-xxxxx",
+    "trainjob", lambda name, last: f"{name}-{REPLICATED_JOB['trainjob']}-0-{last}-xxxxx",
     """With the trainjob launcher, the job's name makes the JobSet's Service and its pods'
     names: it starts with a letter, and <name>-node-0-<nodes-1>-<5-character suffix> (the last
     pod's name, which JobSet's webhook checks) has at most 63 characters.""")
