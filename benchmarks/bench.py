@@ -260,7 +260,8 @@ def trees(root: Path, specs: list[bytes]) -> list[Path]:
 
     paths = written(root, specs)
     for path, raw in zip(paths, specs, strict=True):
-        for artifact in build(raw, str(path)).artifacts:
+        # the manifest records the spec, as `build` writes it: check finds it by that
+        for artifact in build(raw, str(path), spec_record=f"../{path.name}").artifacts:
             file = path.parent / "out" / artifact.path
             file.parent.mkdir(parents=True, exist_ok=True)
             file.write_bytes(artifact.text.encode("utf-8"))

@@ -59,7 +59,7 @@ class SpecModel(BaseModel):
     )
 
 
-class Metadata(SpecModel):
+class Metadata(SpecModel, title="Metadata"):
     """Names the training job."""
 
     name: Annotated[str, text(p.JOB_NAME, "Job name; also its directory on the shared volume and "
@@ -73,14 +73,14 @@ def ttl(job: str) -> object:
         "Kubernetes 1.21 and later); unset, it stays."))
 
 
-class Quantities(SpecModel):
+class Quantities(SpecModel, title="CPU and memory"):
     """CPU and memory, as Kubernetes quantities."""
 
     cpu: Annotated[str | None, text(p.QUANTITY, "CPU in cores, such as 2 or 500m.")] = None
     memory: Annotated[str | None, text(p.QUANTITY, "Memory, such as 4Gi or 512Mi.")] = None
 
 
-class Resources(SpecModel):
+class Resources(SpecModel, title="Resources"):
     """What each container asks the scheduler for, and the most it may use."""
 
     requests: Quantities = Field(default_factory=Quantities,
@@ -89,7 +89,7 @@ class Resources(SpecModel):
                                description="The most the container may use.")
 
 
-class Toleration(SpecModel):
+class Toleration(SpecModel, title="Toleration"):
     """A taint the job's pods tolerate (Kubernetes 1.6 and later)."""
 
     key: Annotated[str | None, text(p.LABEL_KEY, "The taint's key; unset with Exists: all.")
@@ -105,7 +105,7 @@ class Toleration(SpecModel):
     ] = None
 
 
-class Scheduling(SpecModel):
+class Scheduling(SpecModel, title="Scheduling"):
     """Where every pod of the job runs."""
 
     priority_class_name: Annotated[
@@ -119,7 +119,7 @@ class Scheduling(SpecModel):
                                           description="Taints every pod tolerates.")
 
 
-class Security(SpecModel):
+class Security(SpecModel, title="Security"):
     """How every container runs. The tutorial images run as root and write to /root, so both
     switches stay off for them; turn them on for images that can."""
 
@@ -132,7 +132,7 @@ class Security(SpecModel):
         "Mount every container's root filesystem read-only."))
 
 
-class DatasetSettings(SpecModel):
+class DatasetSettings(SpecModel, title="Data preparation"):
     """The data-preparation Job: downloads the data and splits it, one part per trainer."""
 
     image: Annotated[str, text(p.IMAGE, "Image of the data-preparation Job.")]
@@ -145,7 +145,7 @@ class DatasetSettings(SpecModel):
 Launcher = Literal["seed", "indexed", "kubeflow"]
 
 
-class ClusterTraining(SpecModel):
+class ClusterTraining(SpecModel, title="Parameter-server training"):
     """The parameter-server training Job: one pserver and one trainer per pod."""
 
     image: Annotated[str, text(p.IMAGE, "Image of the training Job.")]

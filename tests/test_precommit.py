@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from paddlegen.compiler.artifact import MANIFEST
 from paddlegen.compiler.build import build
 from paddlegen.compiler.writer import write_tree
 
@@ -134,4 +135,32 @@ def test_hooks_pass_on_good_specs_and_fail_on_bad_or_drifted_ones(
             "it: paddlegen build eks-1.33/spec.yaml -o eks-1.33/out --kube-version 1.33\n"
             ) in checked
     # every golden tree is still what its spec compiles to (their specs may warn)
+    assert not re.search(r"^(paddlegen: |--- )golden/", checked, re.M)
+
+
+def test_hooks_see_renamed_trees_an_empty_manifest_and_names_that_look_like_options(
+        user_repo: Path, try_hooks: Callable[[], subprocess.CompletedProcess[str]]) -> None:
+    # the repository: a tree of another name edited by hand, `touch .paddlegen-manifest`
+    # at the root, and specs whose names start with a dash
+    spec = user_repo / "training" / "spec.yaml"
+    deploy = user_repo / "deploy" / "training"
+    write_tree(deploy, build(spec.read_bytes(), "spec.yaml",
+                             spec_record="../../training/spec.yaml").artifacts)
+    (deploy / "RUNBOOK.md").write_text((deploy / "RUNBOOK.md").read_text() + "edited by hand\n")
+    (user_repo / MANIFEST).touch()
+    (user_repo / "--help.yaml").write_text(spec.read_text().replace("port: 7164", "port: 99999"))
+    (user_repo / "-notes").mkdir()
+    (user_repo / "-notes" / "x.yaml").write_text(spec.read_text())
+    result = try_hooks()
+    assert result.returncode == 1
+    assert hook_result(result.stdout, "paddlegen validate") == "Failed"
+    assert hook_result(result.stdout, "paddlegen check") == "Failed"
+    validated, checked = hook_output(result.stdout, "paddlegen validate"), \
+        hook_output(result.stdout, "paddlegen check")
+    assert "--help.yaml:31:9: training.port: " in validated  # a file, not an option
+    assert "Usage:" not in validated and "No such option" not in validated
+    assert ("paddlegen: deploy/training is not what training/spec.yaml compiles to; to update "
+            "it: paddlegen build training/spec.yaml -o deploy/training\n") in checked
+    assert ("paddlegen: .paddlegen-manifest is not a manifest paddlegen wrote (empty), so it "
+            "marks no tree; remove it: rm -- .paddlegen-manifest\n") in checked
     assert not re.search(r"^(paddlegen: |--- )golden/", checked, re.M)
