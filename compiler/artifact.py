@@ -6,9 +6,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MANIFEST = ".paddlegen-manifest"  # the files paddlegen owns in out/
+MANIFEST = ".paddlegen-manifest"  # the spec out/ was built from, and the files paddlegen owns
+# The manifest's first line: without it a .paddlegen-manifest is not one paddlegen wrote, and
+# owns nothing (an empty or foreign file marks no tree).
+MANIFEST_HEADER = ("# Files paddlegen wrote here and may replace or remove; it touches no other "
+                   "file.")
 K8S_DIR = "k8s"
 KUSTOMIZATION = "kustomization.yaml"
+# The manifest's line `# spec: <path>`: the spec the tree was built from, relative to out/.
+SPEC_OPTION = "spec"
 
 # The build options that change the output are recorded in the manifest, each as a comment line
 # `# <name>: <value>` written only when the option was given, so that `check` rebuilds the tree
@@ -21,6 +27,7 @@ KUBE_RELEASE = re.compile(r"1\.\d{1,3}\Z")  # the shape of a recorded --kube-ver
 class Artifact:
     path: str  # relative to the output directory, '/'-separated
     text: str
+    executable: bool = False  # written with the execute bits (as the umask allows)
 
 
 def option_line(name: str, value: str) -> str:

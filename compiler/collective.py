@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from paddlegen.compiler import kube_expansion
 from paddlegen.compiler.explain import shell_words
 from paddlegen.compiler.kube_objects import (
     Object,
@@ -185,12 +186,16 @@ class CollectiveTraining:
 
 
 def launch_argv(training: CollectiveTraining) -> list[str]:
-    """What every pod runs, $(VAR)s expanded by the kubelet."""
+    """What every pod runs, as its command says it: paddlegen's $(VAR)s for the kubelet to
+    expand, the spec's args with every `$` doubled. The args are the user's words, passed as
+    written (training.args): none is a reference, and none may change with the pod's
+    environment (a service-link variable of the cluster's) or lose a `$` of `$$`."""
     wiring = ([] if training.launcher == "kubeflow" else
               ["--master", training.master, "--nnodes", str(training.nodes),
                "--job_id", training.name])
     return [*LAUNCH, *wiring, "--nproc_per_node", str(training.processes_per_node),
-            "--log_dir", training.log_dir, training.script, *training.args]
+            "--log_dir", training.log_dir, training.script,
+            *map(kube_expansion.literal, training.args)]
 
 
 # Waits, with the system resolver (getent reads /etc/hosts, then DNS, as the launcher's
@@ -461,13 +466,6 @@ def first_pod_selector(training: CollectiveTraining) -> dict[str, str]:
             "training.kubeflow.org/replica-index": "0"}
 
 
-def expanded(word: str, env: dict[str, str]) -> str:
-    """A word with the kubelet's $(VAR) references to env replaced."""
-    for name, value in env.items():
-        word = word.replace(f"$({name})", value)
-    return word
-
-
 def explanation(meta: Meta, profile: str, training: CollectiveTraining,
                 common: dict[str, Any]) -> Explanation:
     """Each pod's exact command and launcher environment."""
@@ -477,7 +475,8 @@ def explanation(meta: Meta, profile: str, training: CollectiveTraining,
         env = explained_env(training, index)
         processes.append({"trainerId": index, "ranks": list(training.ranks(index)),
                           "pod": training.pod_name(index), "env": env,
-                          "trainer": {"argv": [expanded(word, env) for word in argv],
+                          "trainer": {"argv": [kube_expansion.expanded(word, env)
+                                               for word in argv],
                                       "log": "stdout"}})
     facts = {**common, "framework": "paddle", "launcher": training.launcher,
              "stableNames": [training.pod_name(i) for i in range(training.nodes)],
@@ -516,7 +515,9 @@ def explanation(meta: Meta, profile: str, training: CollectiveTraining,
             *((("queue", f"{training.queue} (Kueue: all pods admitted, or none)"),)
               if training.queue else ()))
     notes: tuple[str, ...] = ("$(VAR) in the command and the environment is expanded by the "
-                              "kubelet from the variables declared before it",)
+                              "kubelet from the variables declared before it, and $$ is $: "
+                              "the args' $ are doubled, so that they arrive as written; each "
+                              "pod's command below is what its process gets",)
     if training.launcher == "kubeflow":
         notes += ("the training operator appends PYTHONUNBUFFERED, PADDLE_JOB_ID, "
                   "PADDLE_NNODES, POD_IP_DUMMY and PADDLE_MASTER (worker 0: its own IP)",)

@@ -12,6 +12,7 @@ import shlex
 from typing import Any
 
 from paddlegen.compiler.plan import PEER_WAIT_SECONDS, TRAINER_ID_VARIABLE, Meta, PserverTraining
+from paddlegen.compiler.problems import printable
 from paddlegen.compiler.profile import Explanation
 
 COMMENT = "paddle_process_by_paddle"  # start_paddle.py tags every process with it
@@ -140,6 +141,9 @@ def pserver_explanation(meta: Meta, profile: str, training: PserverTraining,
 
 
 def explanation_text(explanation: Explanation) -> str:
+    """The explanation for a terminal: every line printable (problems.printable), so that what a
+    spec says (an argument, a name) shows as itself and cannot move the cursor, erase what
+    precedes it, or make a line of its own; each argv as shell words (shell_words)."""
     facts = explanation.facts
     target = facts["target"]
     lines = [f"{facts['name']}  (profile {facts['profile']}, namespace {facts['namespace']})"]
@@ -153,9 +157,8 @@ def explanation_text(explanation: Explanation) -> str:
                   f"  {PSERVERS_VARIABLE}={shlex.quote(facts['pservers'])}"]
     for process in facts["processes"]:
         ranks = process.get("ranks")  # a collective pod: one trainer process per rank
-        lines.append(f"\npod {process['trainerId']}: rank{'s' * (len(ranks) > 1)} {span(ranks)}"
-                     if ranks
-                     else f"\ntrainer {process['trainerId']}")
+        lines += ["", f"pod {process['trainerId']}: rank{'s' * (len(ranks) > 1)} {span(ranks)}"
+                  if ranks else f"trainer {process['trainerId']}"]
         if "pserver" in process:
             lines.append(f"  {shell_words(process['pserver']['argv'])} "
                          f"> {process['pserver']['log']} 2>&1 &")
@@ -163,7 +166,7 @@ def explanation_text(explanation: Explanation) -> str:
         trainer = process["trainer"]
         tee = "" if trainer["log"] == "stdout" else f" 2>&1 | tee {trainer['log']}"
         lines.append(f"  {shell_words(trainer['argv'])}{tee}")
-    return "\n".join(lines) + "\n"
+    return "".join(printable(line) + "\n" for line in lines)
 
 
 # The variables a command line leaves to the shell: the pserver list, and in the launcher
@@ -194,8 +197,21 @@ def wrapped(words: list[str], indent: str = "  ") -> str:
 
 
 def shell_words(argv: list[str]) -> str:
-    """argv as a shell command line."""
-    return " ".join(shell_quoted(argv))
+    """argv as a shell command line for a person to read (and paste): a word with a character
+    that a terminal would not show as itself is ANSI-C quoted, that character escaped."""
+    return " ".join(quoted if word.isprintable() else ansi_c_quoted(word)
+                    for word, quoted in zip(argv, shell_quoted(argv), strict=True))
+
+
+def ansi_c_quoted(word: str) -> str:
+    """A word as $'...' (bash, zsh, POSIX.1-2024 sh), every non-printable character as \\xHH
+    (below U+0080), \\uHHHH or \\UHHHHHHHH: the same word when pasted, and printable."""
+    escaped = "".join(
+        f"\\{c}" if c in "\\'" else c if c.isprintable() else
+        f"\\x{ord(c):02x}" if ord(c) < 0x80 else
+        f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+        for c in word)
+    return f"$'{escaped}'"
 
 
 def span(ports: list[int]) -> str:

@@ -161,28 +161,25 @@ class _Builder:
         return self.events(self.parsed(text) if events is None else events)
 
     def parsed(self, text: str) -> Iterator[Any]:
-        """ruamel's events of `text`, its errors made problems. Only ruamel's parser runs in
-        the `try`, so an exception of this module's own is never taken for bad YAML."""
-        from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-        stream = self.yaml.parse(io.StringIO(text))
-        while True:
-            try:
-                event = next(stream)
-            except StopIteration:
-                return
-            except MarkedYAMLError as error:
-                self.syntax_error(text, error)
-            except YAMLError as error:
-                fail(Position(self.filename, 1, 1), "yaml-syntax", f"invalid YAML: {error}")
-            except _UnsupportedVersion as error:
-                self.unsupported_version(error.version)
-            except (ValueError, OverflowError):
-                # ruamel's own int() and chr(): a %YAML version of 5000 digits, an escape
-                # "\UFFFFFFFF"
-                fail(Position(self.filename, 1, 1), "yaml-syntax",
-                     "invalid YAML: a %YAML version number or an escape out of range")
+        """ruamel's events of `text`; where its parser fails, the problem (raised)."""
+        for event in parse(text, self.yaml):
+            if isinstance(event, Unparsable):
+                self.unparsable(text, event.error)
             yield event
+
+    def unparsable(self, text: str, error: Exception) -> NoReturn:
+        from ruamel.yaml.error import MarkedYAMLError
+
+        if isinstance(error, MarkedYAMLError):
+            self.syntax_error(text, error)
+        if isinstance(error, _UnsupportedVersion):
+            self.unsupported_version(error.version)
+        if isinstance(error, (ValueError, OverflowError)):
+            # ruamel's own int() and chr(): a %YAML version of 5000 digits, an escape
+            # "\UFFFFFFFF"
+            fail(Position(self.filename, 1, 1), "yaml-syntax",
+                 "invalid YAML: a %YAML version number or an escape out of range")
+        fail(Position(self.filename, 1, 1), "yaml-syntax", f"invalid YAML: {error}")
 
     def unsupported_version(self, version: tuple[int, ...]) -> NoReturn:
         fail(Position(self.filename, 1, 1), "yaml-syntax",
@@ -376,7 +373,7 @@ class _Builder:
         try:
             # its scalar constructor itself: construct_object would keep every node it reads
             return constructor.yaml_constructors[tag](constructor, node)
-        except (ValueError, LookupError, TypeError, ArithmeticError):
+        except (ValueError, LookupError):  # int('abc'), a boolean of another word, ''[0]
             self.problem(event, path, "yaml-scalar",
                          f"{quoted(event.value)} is not a valid !!{kind}")
             return None
@@ -390,6 +387,36 @@ class _Builder:
 
 def _ruamel_yaml() -> Any:
     return _yaml_class()(typ="safe", pure=True)
+
+
+@dataclass(frozen=True)
+class Unparsable:
+    """Where ruamel's parser stopped reading a text: the error it raised, as a value."""
+
+    error: Exception
+
+
+def parse(text: str, yaml: Any | None = None) -> Iterator[Any]:
+    """ruamel's events of `text` (read by `yaml`, a new YAML by default), then, if its parser
+    fails, an Unparsable, and nothing more. Only the parser runs in the `try`, so an exception
+    of the caller's is never taken for bad YAML; and only what the parser raises on bad input
+    is caught: its YAMLError, a %YAML version it has no rules for, and the ValueError and
+    OverflowError of its own int() and chr()."""
+    from ruamel.yaml.error import YAMLError
+
+    stream = (yaml or _ruamel_yaml()).parse(io.StringIO(text))
+    while True:
+        try:
+            event = next(stream)
+        except StopIteration:
+            return
+        except (YAMLError, _UnsupportedVersion) as error:
+            yield Unparsable(error)
+            return
+        except (ValueError, OverflowError) as error:
+            yield Unparsable(error)
+            return
+        yield event
 
 
 _VERSIONS = ((1, 1), (1, 2))  # the YAML versions ruamel has rules for

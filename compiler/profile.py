@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from paddlegen.compiler.kube_objects import Object
+from paddlegen.compiler.phases import Phase
 from paddlegen.compiler.plan import Meta
 from paddlegen.compiler.problems import FieldPath
 from paddlegen.compiler.rules import Rule
@@ -64,6 +65,8 @@ class Profile(Generic[S, P]):
     runbook: Callable[[P, list[str]], str]  # plan and manifest paths -> RUNBOOK.md
     explain: Callable[[P], Explanation]
     checks: Callable[[P], list[FileViolation]] = no_checks  # files other tools validate
+    # the runbook's phases, which run.sh runs by name; none: a runbook of blocks to paste
+    phases: Callable[[P], list[Phase]] | None = None
 
     @property
     def defaults_file(self) -> str:

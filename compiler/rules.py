@@ -12,6 +12,7 @@ fields are missing, it runs only if none of those fields has an error.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -328,6 +329,95 @@ def storage_request(spec: WithSizedStorage) -> Iterable[Violation]:
         yield ("storage", "request"), (
             f"{storage.request} is more than the volume's capacity {storage.capacity}; "
             "the claim would never bind")
+
+
+STORAGE_POSITIVE_DOC = """storage.request, and storage.capacity where the profile makes the
+    volume, are more than zero: the API server refuses a claim or a volume of no size
+    (Kubernetes' ValidatePersistentVolumeClaimSpec and ValidatePersistentVolumeSpec: "must be
+    greater than zero")."""
+STORAGE_SIZE_WORDS = {
+    "capacity": "the API server refuses a volume of no capacity (must be greater than zero); "
+                "give the file system's size, such as 100Gi",
+    "request": "the API server refuses a claim that requests no storage (must be greater than "
+               "zero); request what the job needs, such as 50Gi",
+}
+
+
+def storage_positive(sizes: tuple[str, ...]) -> Rule[Any]:
+    """The storage-positive rule of a profile whose storage has the quantities `sizes`
+    (request; capacity where it makes the volume)."""
+
+    def check(spec: Any) -> Iterable[Violation]:
+        for size in sizes:
+            value = getattr(spec.storage, size)
+            if quantity(value) <= 0:
+                yield ("storage", size), f"{value} is zero: {STORAGE_SIZE_WORDS[size]}"
+
+    check.__doc__ = STORAGE_POSITIVE_DOC
+    return Rule("storage-positive", check, reads=tuple(f"storage.{size}" for size in sizes))
+
+
+class HostStorage(Protocol):
+    @property
+    def host_path(self) -> str: ...
+
+
+class WithHostStorage(Protocol):
+    @property
+    def storage(self) -> HostStorage: ...
+
+
+# The node's directories that a pod running as root takes over through a hostPath, and what each
+# holds. Those in NODE_SUBTREES are the node's at any depth too (/etc/kubernetes, /root/.ssh).
+NODE_DIRECTORIES = {
+    "/": "the node's whole file system",
+    "/etc": "the node's configuration (its users and sudoers, the kubelet's settings)",
+    "/proc": "the node's processes and kernel settings",
+    "/sys": "the node's kernel and devices",
+    "/dev": "the node's devices, its disks among them",
+    "/run": "the node's runtime sockets (the container runtime's: every container of the node)",
+    "/var/run": "the node's runtime sockets (the container runtime's: every container of the "
+                "node)",
+    "/var/lib/kubelet": "the kubelet's state (every pod's volumes and secrets)",
+    "/root": "root's home (its SSH keys and shell start-up files)",
+    "/root/.ssh": "root's SSH keys (authorized_keys: a login to the node)",
+    "/home": "every user's home (their SSH keys and shell start-up files)",
+}
+NODE_SUBTREES = ("/etc", "/proc", "/sys", "/dev", "/run", "/var/run", "/var/lib/kubelet",
+                 "/root")
+
+
+def node_path(path: str) -> str:
+    """`path` as the node reads it, lexically: //etc, /etc/, /./etc and /etc/../etc are /etc."""
+    return "/" + posixpath.normpath("/" + path).lstrip("/")
+
+
+def node_exposure(path: str) -> str | None:
+    """What of the node a hostPath of `path` hands its pods, or None for a directory of its own."""
+    path = node_path(path)
+    if path in NODE_DIRECTORIES:
+        return NODE_DIRECTORIES[path]
+    inside = next((d for d in NODE_SUBTREES if path.startswith(f"{d}/")), None)
+    if inside is not None:
+        return f"inside {inside}, {NODE_DIRECTORIES[inside]}"
+    holds = next((d for d in NODE_DIRECTORIES if d.startswith(f"{path}/")), None)
+    if holds is not None:
+        return f"the parent of {holds}, {NODE_DIRECTORIES[holds]}"
+    return None
+
+
+@rule("host-path", severity="warning", reads=("storage.hostPath",))
+def host_path(spec: WithHostStorage) -> Iterable[Violation]:
+    """storage.hostPath is not one of the node's system directories: /, /etc, /proc, /sys,
+    /dev, /run, /var/run, /var/lib/kubelet, /root, /home, anything under the first eight, or a
+    parent of one (/var). The pods run as root (the tutorial images need it), so the node's
+    directory is theirs to read and rewrite."""
+    exposed = node_exposure(spec.storage.host_path)
+    if exposed is not None:
+        yield ("storage", "hostPath"), (
+            f"{elided(spec.storage.host_path)} is {exposed}: mounted into pods that run as "
+            "root, it is theirs to read and rewrite; use a directory of the job's own, such as "
+            "/home/work/paddle_output")
 
 
 IMAGE_TAG_DOC = """Images name a tag other than latest (or a digest): otherwise each node may run

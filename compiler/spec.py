@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import difflib
 import json
+import os
 import re
 from functools import cache
 from importlib import resources
+from pathlib import PurePath
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel
 
 from paddlegen.compiler.loader import Document, load_text
-from paddlegen.compiler.problems import FieldPath, Problem, SpecError, dotted, elided, quoted
+from paddlegen.compiler.problems import (
+    FieldPath,
+    Problem,
+    SpecError,
+    did_you_mean,
+    dotted,
+    elided,
+    quoted,
+)
 from paddlegen.compiler.profile import Profile
 from paddlegen.profiles import PROFILES
 from paddlegen.schema.models import SpecBase
@@ -33,6 +42,21 @@ def schema_text() -> str:
     models = [(name, profile.model, profile_document(name).data)
               for name, profile in PROFILES.items()]
     return json.dumps(user_schema(models), indent=2, ensure_ascii=False) + "\n"
+
+
+# A URL's scheme (https:, file:); two letters at least, so that C: is a drive, not a scheme.
+URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+
+
+def modeline(schema: str, spec_dir: PurePath) -> str:
+    """The first line of a spec written in `spec_dir`, which names its JSON Schema for
+    yaml-language-server. `schema` is a URL, or a path from the current directory, where
+    `paddlegen schema > paddlegen.schema.json` writes it; the server reads a relative path from
+    the spec's directory, so the line names the schema from there (jobs/a/spec.yaml:
+    ../../paddlegen.schema.json)."""
+    if not URL_SCHEME.match(schema) and not PurePath(schema).is_absolute():
+        schema = PurePath(os.path.relpath(schema, spec_dir)).as_posix()
+    return f"# yaml-language-server: $schema={schema}\n"
 
 
 class ValidSpec(NamedTuple):
@@ -267,13 +291,3 @@ def field_names(model: Any, path: FieldPath) -> list[str]:
 
 def _members(annotation: Any) -> tuple[Any, ...]:
     return getattr(annotation, "__args__", None) or (annotation,)
-
-
-def did_you_mean(word: object, choices: Any) -> str:
-    text, names = str(word), list(choices)
-    # difflib indexes every character of the word, tens of megabytes for a huge key; and a word
-    # over 3 times as long as every choice has a ratio under 0.5 to each, so none is close
-    if len(text) > 3 * max(map(len, names), default=0):
-        return ""
-    close = difflib.get_close_matches(text, names, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""

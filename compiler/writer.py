@@ -1,12 +1,26 @@
 """Writing the output tree, and drift checks: one writer at a time, all or nothing, even on a crash.
 
-paddlegen owns exactly the files listed in `<out>/.paddlegen-manifest`. Everything in out/ that a
-build did not just write is untrusted input, since a repository can carry it: the manifest, the
-journal, staging directories, symlinks anywhere. So:
-- out/ is opened once, without following a link, and every read, rename, unlink and mkdir is made
-  relative to a directory descriptor walked from it one component at a time, each opened with
-  O_NOFOLLOW. A concurrent swap of any component for a symlink cannot redirect an operation: it
-  stays on the directory that was checked. The lock is held on that same out/ descriptor.
+paddlegen owns exactly the files listed in `<out>/.paddlegen-manifest`, if the manifest opens with
+the header a build writes (one without it, such as an empty file, owns nothing). The manifest
+also records the spec the tree was built from (compiler/ownership.py): a build of another spec
+into the tree is refused while that spec is there, before anything is touched. Everything in
+out/ that a build did not just write is untrusted input, since a repository can carry it: the
+manifest, the journal, staging directories, symlinks anywhere. So:
+- The way to out/ is the user's: a symlink among its parents is followed (a repository under a
+  symlinked home, macOS's /tmp), but the path is resolved exactly once, walked one component at
+  a time from the current directory (or /), each opened with O_NOFOLLOW and a symlink followed
+  only by reading it and walking on; a missing directory is made relative to its parent's
+  descriptor. Every later step is bound to the directory found then, so a swap of any parent
+  afterwards redirects nothing, and messages name that directory (the resolved path, when a
+  link was followed). out/ itself must be a real directory.
+- Every read, rename, unlink and mkdir below out/ is made relative to a directory descriptor
+  walked from it one component at a time, each opened with O_NOFOLLOW. A concurrent swap of any
+  component for a symlink cannot redirect an operation: it stays on the directory that was
+  checked. The lock is held on that same out/ descriptor.
+- Files are only ever replaced by rename (a new inode), never written in place: a hard-linked
+  snapshot of out/ (cp -al, rsync --link-dest, a dedup tool) keeps its content. A link count
+  above one is no proof that a file is not paddlegen's: such a file is compared like any other,
+  but its content is never shown (it may be another file's), only named.
 - Every path from the manifest or the journal is checked for shape, length and depth before any
   file system call; the manifest and the journal are read with strict types and bounded size.
 - A journal is finished only in the directory it was written in: it records the device and inode
@@ -15,6 +29,7 @@ journal, staging directories, symlinks anywhere. So:
 Anything else stops the build with one line that names the file and how to remove it.
 
 A build (under an exclusive lock on `out/`):
+0. refuses a tree whose manifest records another spec that is still there;
 1. finishes an interrupted build first (a journal is left), and removes stray staging;
 2. checks every path, and refuses foreign files in the way (unless forced);
 3. stages the changed files in `out/.paddlegen-staging-*` and fsyncs them;
@@ -43,7 +58,7 @@ import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from paddlegen.compiler.artifact import (
@@ -53,6 +68,12 @@ from paddlegen.compiler.artifact import (
     MANIFEST,
     Artifact,
     option_values,
+)
+from paddlegen.compiler.ownership import (
+    SpecRecord,
+    is_written_by_paddlegen,
+    recorded_spec,
+    shown_spec,
 )
 from paddlegen.compiler.problems import printable, quoted
 
@@ -69,8 +90,12 @@ MAX_PATH_BYTES = 512
 MAX_ENTRIES = 4096
 MAX_RECORD_BYTES = 1 << 20  # the manifest and the journal
 JOURNAL_VERSION = 2
+MAX_SYMLINKS = 40  # followed on the way to out/, as the kernel's own path walk allows
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# The way to out/: where the system has O_PATH (Linux), a directory the user may pass through but
+# not list (a home under /home drwx--x--x) is walked as the kernel walks it
+_WALK_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
 
 
 class WriteError(Exception):
@@ -163,9 +188,8 @@ class _Tree:
         parent, name = self.parent(path)
         return None if parent is None else _lstat_at(parent, name)
 
-    def read(self, path: str) -> bytes | None:
-        """A regular file's bytes, never through a link; None if absent, not a regular file, linked
-        from elsewhere, or larger than any file paddlegen writes."""
+    def read(self, path: str) -> Contents | None:
+        """A file's bytes, never through a link (see _read_at); None if it is absent."""
         parent, name = self.parent(path)
         return None if parent is None else _read_at(parent, name, MAX_READ_BYTES)
 
@@ -177,25 +201,52 @@ def _lstat_at(directory: int, name: str) -> os.stat_result | None:
         return None
 
 
-def _read_at(directory: int, name: str, limit: int) -> bytes | None:
+@dataclass(frozen=True)
+class Contents:
+    """A file as read: its bytes, or why it was not read (then data is None)."""
+
+    data: bytes | None
+    problem: str = ""  # "a symlink", "not a regular file", "larger than N MiB"
+    # Other hard links to it (a snapshot, a dedup tool): no proof the file is not paddlegen's,
+    # but then its content may be another file's too, so it is compared and never shown.
+    linked: bool = False
+
+
+def _bytes(contents: Contents | None) -> bytes | None:
+    return None if contents is None else contents.data
+
+
+def _read_at(directory: int, name: str, limit: int) -> Contents | None:
+    """A regular file's bytes, never through a link; None if it is absent, and no bytes (but
+    why) for a symlink, anything but a regular file, or one larger than limit."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                      dir_fd=directory)
     except OSError as error:
-        if error.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
             return None
+        if error.errno == errno.ELOOP:
+            return Contents(None, "a symlink")
+        if error.errno == errno.ENXIO:  # a socket, or a device with nothing behind it
+            return Contents(None, "not a regular file")
         raise
+    too_large = Contents(None, f"larger than {_size(limit)}")
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        # a second link means the file also lives elsewhere: not one paddlegen wrote
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit or info.st_nlink > 1:
-            return None
+        if not stat.S_ISREG(info.st_mode):
+            return Contents(None, "not a regular file")
+        if info.st_size > limit:
+            return too_large
         # its size, and a byte more to see whether it has grown since (then on to the limit):
         # asking for the limit at once would allocate that much for every file
         data = handle.read(info.st_size + 1)
         if len(data) > info.st_size:
-            data += handle.read(limit - info.st_size)
-        return data
+            data += handle.read(limit + 1 - len(data))
+        return too_large if len(data) > limit else Contents(data, linked=info.st_nlink > 1)
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
 
 
 def _is_regular(info: os.stat_result | None) -> bool:
@@ -217,9 +268,41 @@ def _in_the_way(tree: _Tree, path: str) -> str | None:
 
 
 def previously_owned(tree: _Tree) -> set[str]:
-    """The files the last build recorded; entries that are not plain relative paths own nothing."""
-    return {line for line in _manifest_lines(tree)
-            if not line.startswith("#") and is_relative_file_path(line)}
+    """The files the last build recorded; entries that are not plain relative paths own nothing,
+    and neither does a manifest without the header a build writes."""
+    return owned_paths(_manifest_lines(tree))
+
+
+def owned_paths(lines: list[str]) -> set[str]:
+    """The files a manifest's lines list, if a build wrote it (else none)."""
+    if not is_written_by_paddlegen(lines):
+        return set()
+    return {line for line in lines if not line.startswith("#") and is_relative_file_path(line)}
+
+
+@dataclass(frozen=True)
+class TreeManifest:
+    """A tree's manifest as read, with how many of the files it lists (itself aside) are there
+    as regular files: a manifest that lists none marks no tree."""
+
+    lines: tuple[str, ...]
+    present: int
+
+
+def read_manifest(out_dir: Path) -> TreeManifest | None:
+    """out_dir's manifest (None if there is none), read with bounds under a shared lock, never
+    through a link. Raises WriteError for one that cannot be paddlegen's (a symlink, too large,
+    not UTF-8) and for an out_dir that is not a real directory."""
+    try:
+        with _opened(out_dir, exclusive=False) as tree:
+            if tree is None or _lstat_at(tree.fd, MANIFEST) is None:
+                return None
+            lines = _manifest_lines(tree)
+            present = sum(1 for path in owned_paths(lines) - {MANIFEST}
+                          if _in_the_way(tree, path) is None and _is_regular(tree.lstat(path)))
+    except OSError as error:
+        raise _os_error("read", out_dir, error) from None
+    return TreeManifest(tuple(lines), present)
 
 
 def _manifest_lines(tree: _Tree) -> list[str]:
@@ -227,12 +310,17 @@ def _manifest_lines(tree: _Tree) -> list[str]:
     info = _lstat_at(tree.fd, MANIFEST)
     if info is None:
         return []
-    raw = _read_at(tree.fd, MANIFEST, MAX_RECORD_BYTES)
+    contents = _read_at(tree.fd, MANIFEST, MAX_RECORD_BYTES)
     where = tree.label / MANIFEST
+    if contents is None:
+        return []  # gone since
+    raw = contents.data  # other hard links (a snapshot) are no matter: it is read, never shown
     if raw is None:
-        raise WriteError(f"{shown(where)} is not a manifest paddlegen wrote (not a regular "
-                         f"file, or larger than {MAX_RECORD_BYTES >> 20} MiB); restore it "
-                         f"from version control, or {_removal_hint(where)} and pass --force")
+        what = (f"is {contents.problem}, more than any manifest paddlegen writes"
+                if contents.problem.startswith("larger") else
+                f"is {contents.problem}, so not a manifest paddlegen wrote")
+        raise WriteError(f"{shown(where)} {what}; restore it from version control, or "
+                         f"{_removal_hint(where)} and pass --force")
     try:
         lines = raw.decode("utf-8").splitlines()
     except UnicodeDecodeError:
@@ -254,9 +342,9 @@ def recorded_kube_version(out_dir: Path) -> str | None:
     when none is recorded or there is no tree. Raises WriteError for a manifest paddlegen cannot
     have written (RecordedOptionError: for the recorded value)."""
     try:
-        if not check_out_dir(out_dir):
-            return None
-        with locked(out_dir, exclusive=False) as tree:
+        with _opened(out_dir, exclusive=False) as tree:
+            if tree is None:
+                return None
             lines = _manifest_lines(tree)
     except OSError as error:
         raise _os_error("read", out_dir, error) from None
@@ -277,31 +365,136 @@ def kube_version_of(lines: list[str], where: Path) -> str | None:
 
 
 def check_out_dir(out_dir: Path) -> bool:
-    """Whether out_dir exists; a symlink or a file there is refused."""
+    """Whether out_dir exists (see _open_out); a symlink or a file there is refused."""
+    opened = _open_out(out_dir, create=False)
+    if opened is not None:
+        os.close(opened[0])
+    return opened is not None
+
+
+def _open_out(out_dir: Path, create: bool) -> tuple[int, Path] | None:
+    """out_dir's descriptor, and the path that names it; None if it is not there (and is not
+    to be created: then each missing directory is made relative to its parent's descriptor).
+
+    The way to out_dir is the user's, so a symlink among its parents is followed, but it is
+    resolved once: walked one component at a time from the current directory (or /), each
+    opened without following a link, and a symlink followed only by reading it and walking on
+    from the directory it is in ('..' is the real parent, as for the kernel). Every later step
+    is bound to the descriptor found then: a parent swapped afterwards redirects nothing. The
+    path is out_dir as given if no link was followed, else the directory reached (relative to
+    the current directory if it lies below it). out_dir itself must be a real directory.
+    Raises WriteError for a symlink or a file as out_dir, a file among its parents, a loop of
+    links, or a directory made here and swapped at once; OSError for what the system refuses."""
+    text = os.fspath(out_dir)
+    pending = [part for part in reversed(text.split("/")) if part not in ("", ".")]
+    absolute = text.startswith("/")
+    fd = os.open("/" if absolute else ".", _WALK_FLAGS)
+    reached: list[str] = []  # the directories walked so far, from the start, links resolved
+    followed = 0  # links followed, and walks begun again after a change under the walk
+    through_link = False
+
+    def where(name: str | None = None) -> Path:
+        """What is named: out_dir as given (no link followed), else as resolved."""
+        if not through_link and (name is None or not pending):
+            return out_dir
+        return _resolved(reached + ([] if name is None else [name]), absolute)
+
     try:
-        info = os.lstat(out_dir)
-    except FileNotFoundError:
-        return False
-    if stat.S_ISLNK(info.st_mode):
-        raise WriteError(f"{shown(out_dir)} is a symlink; paddlegen writes only into a real "
-                         "directory")
-    if not stat.S_ISDIR(info.st_mode):
-        raise WriteError(f"{shown(out_dir)} exists and is not a directory")
-    return True
+        while pending:
+            name = pending.pop()
+            last = not pending
+            if name == "..":
+                step = os.open("..", _WALK_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = step
+                if reached and reached[-1] != "..":
+                    reached.pop()
+                elif not absolute:
+                    reached.append("..")
+                continue
+            if followed > MAX_SYMLINKS:
+                raise WriteError(f"{shown(out_dir)}: too many symlinks on the way to it (a loop?)")
+            try:
+                step = os.open(name, _WALK_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                try:
+                    os.mkdir(name, dir_fd=fd)
+                except FileExistsError:  # made meanwhile, by another: walk it as it is
+                    followed += 1
+                    pending.append(name)
+                    continue
+                try:
+                    step = os.open(name, _WALK_FLAGS, dir_fd=fd)
+                except OSError as error:
+                    if error.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                        raise
+                    raise WriteError(f"{shown(where(name))} was replaced as paddlegen made it; "
+                                     "try again") from None
+            except OSError as error:
+                if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                info = _lstat_at(fd, name)
+                link = info is not None and stat.S_ISLNK(info.st_mode)
+                if link and last:
+                    raise WriteError(f"{shown(where(name))} is a symlink; paddlegen writes "
+                                     "only into a real directory") from None
+                if info is not None and not link and not stat.S_ISDIR(info.st_mode):
+                    what = "exists and is not" if last else "is not"
+                    raise WriteError(f"{shown(where(name))} {what} a directory") from None
+                followed += 1
+                pending.append(name)
+                if link:  # the user's way: read the link once, and walk on from here
+                    try:
+                        target = os.readlink(name, dir_fd=fd)
+                    except OSError as again:
+                        if again.errno not in (errno.EINVAL, errno.ENOENT):
+                            raise
+                        continue  # no link any more: walk the name again
+                    if not target:
+                        raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), name) from None
+                    pending.pop()
+                    through_link = True
+                    pending += [part for part in reversed(target.split("/"))
+                                if part not in ("", ".")]
+                    if target.startswith("/"):
+                        os.close(fd)
+                        fd = os.open("/", _WALK_FLAGS)
+                        reached, absolute = [], True
+                continue  # else changed under the walk (gone, or a directory again)
+            os.close(fd)
+            fd = step
+            reached.append(name)
+        out = os.open(".", _DIRECTORY_FLAGS, dir_fd=fd)  # the directory reached, to read and lock
+    finally:
+        os.close(fd)
+    return out, where()
+
+
+def _resolved(parts: list[str], absolute: bool) -> Path:
+    """The path of a directory walked from / (absolute) or from the current directory."""
+    if absolute:
+        return Path("/", *parts)
+    if parts[:1] == [".."]:  # above the current directory: named from /
+        with suppress(OSError):
+            return Path(os.path.normpath(os.path.join(os.getcwd(), *parts)))
+    return Path(*parts)
 
 
 @contextmanager
-def locked(out_dir: Path, exclusive: bool) -> Iterator[_Tree]:
-    """out/ opened without following a link, with an advisory lock on that same descriptor (no
-    lock file to commit), waiting a while for another paddlegen to finish with it."""
+def _opened(out_dir: Path, exclusive: bool, create: bool = False) -> Iterator[_Tree | None]:
+    """out/ reached as _open_out reaches it (None: not there), with an advisory lock on that
+    same descriptor (no lock file to commit), waiting a while for another paddlegen."""
     try:
-        fd = os.open(out_dir, _DIRECTORY_FLAGS)
+        opened = _open_out(out_dir, create)
     except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise WriteError(f"{shown(out_dir)} is a symlink; paddlegen writes only into a "
-                             "real directory") from None
-        raise WriteError(f"cannot open {shown(out_dir)}: {error.strerror}") from None
-    tree = _Tree(fd, out_dir)
+        raise WriteError(f"cannot open {shown(out_dir)}: {error.strerror or error}") from None
+    if opened is None:
+        yield None
+        return
+    fd, label = opened
+    tree = _Tree(fd, label)
     try:
         deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
         mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
@@ -311,13 +504,22 @@ def locked(out_dir: Path, exclusive: bool) -> Iterator[_Tree]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise WriteError(f"another paddlegen is writing {shown(out_dir)} (waited "
+                    raise WriteError(f"another paddlegen is writing {shown(label)} (waited "
                                      f"{LOCK_TIMEOUT_SECONDS:.0f} s); try again") from None
                 time.sleep(0.05)
         yield tree
     finally:
         tree.close()
         os.close(fd)  # releases the lock
+
+
+@contextmanager
+def locked(out_dir: Path, exclusive: bool, create: bool = False) -> Iterator[_Tree]:
+    """out/ reached as _open_out reaches it and locked (see _opened); WriteError if absent."""
+    with _opened(out_dir, exclusive, create) as tree:
+        if tree is None:
+            raise WriteError(f"cannot open {shown(out_dir)}: {os.strerror(errno.ENOENT)}")
+        yield tree
 
 
 def _os_error(action: str, out_dir: Path, error: OSError) -> WriteError:
@@ -332,6 +534,8 @@ class Changes:
     added: tuple[str, ...] = ()  # files that were not there
     replaced: tuple[str, ...] = ()  # files whose content changed
     removed: tuple[str, ...] = ()  # stale files an earlier build wrote
+    # the directory written, as it was resolved (out/ as given, unless a link was followed)
+    directory: Path | None = field(default=None, compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.replaced or self.removed)
@@ -339,14 +543,121 @@ class Changes:
 
 def write_tree(out_dir: Path, artifacts: Sequence[Artifact], force: bool = False) -> Changes:
     """Write the artifacts under out_dir; return what changed. Raises WriteError."""
+    new_record = recorded_spec(_artifact_lines(artifacts, MANIFEST)).path
     try:
-        if not check_out_dir(out_dir):
-            out_dir.mkdir(parents=True, exist_ok=True)
-        with locked(out_dir, exclusive=True) as tree:
+        with locked(out_dir, exclusive=True, create=True) as tree:  # resolved once, and bound
+            _refuse_another_specs_tree(tree, new_record)
             _recover(tree)
-            return _write_tree(tree, artifacts, force)
+            _refuse_another_specs_tree(tree, new_record)  # what an interrupted build left
+            return replace(_write_tree(tree, artifacts, force), directory=tree.label)
     except OSError as error:
         raise _os_error("write", out_dir, error) from None
+
+
+def _artifact_lines(artifacts: Sequence[Artifact], path: str) -> list[str]:
+    return next((a.text.splitlines() for a in artifacts if a.path == path), [])
+
+
+def _refuse_another_specs_tree(tree: _Tree, new_record: str | None) -> None:
+    """Raise WriteError, before anything is touched, if the tree's manifest records a spec other
+    than the one being built (new_record; None: standard input) and that spec is still there. A
+    tree whose spec is gone (moved or renamed) is taken over; so is one that records none."""
+    if _lstat_at(tree.fd, MANIFEST) is None:
+        return
+    lines = _manifest_lines(tree)
+    if not is_written_by_paddlegen(lines):
+        return  # owns nothing: every file in the way is foreign (--force takes them)
+    old: SpecRecord = recorded_spec(lines)
+    where = tree.label / MANIFEST
+    if old.problem:
+        raise WriteError(f"{shown(where)} {old.problem}; restore it from version control, or "
+                         f"{_removal_hint(where)} and pass --force")
+    if old.path is None or old.path == new_record or not _is_there(tree, old.path):
+        return
+    try:
+        same = (new_record is not None
+                and _identity_at(tree, new_record) == _identity_at(tree, old.path))
+    except OSError:
+        same = False
+    if same:
+        return  # the same file, by another way (a symlinked directory)
+    owner = shown(shown_spec(tree.label, old.path))
+    raise WriteError(f"{shown(tree.label)} is the tree of {owner} (its {MANIFEST} records it); "
+                     f"build {owner} there, or this spec into another directory (-o DIR)")
+
+
+def _identity_at(tree: _Tree, record: str) -> tuple[int, int] | None:
+    """The device and inode of what a spec record names, walked from out/ one directory at a time
+    without following a link ('..' is the real parent); None if nothing is there. Raises
+    OSError for a way that is blocked (a symlink, no permission)."""
+    *directories, name = record.split("/")
+    opened: list[int] = []
+    try:
+        directory = tree.fd
+        for part in directories:
+            directory = _open_directory(directory, part)
+            opened.append(directory)
+        info = _lstat_at(directory, name)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return None if info is None else _identity(info)
+
+
+def _open_directory(parent: int, name: str) -> int:
+    """A directory's descriptor, never through a link: a symlink raises OSError(ELOOP) (opened
+    with O_DIRECTORY, Linux says ENOTDIR for it, as for a file)."""
+    try:
+        return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+    except NotADirectoryError:
+        info = _lstat_at(parent, name)
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name) from None
+        raise
+
+
+def _is_there(tree: _Tree, record: str) -> bool:
+    """Whether a recorded spec may still be there: present, or behind a way that cannot be
+    walked (a symlink, no permission), which is not taken for gone."""
+    try:
+        return _identity_at(tree, record) is not None
+    except OSError:
+        return True
+
+
+def read_below(path: Path, limit: int) -> bytes | None:
+    """The first limit + 1 bytes of a regular file below the current directory, reached from it
+    one directory at a time without following a link (path is relative, without '..'); None if
+    it is not there. Raises WriteError, saying what the file is as words that follow "which",
+    for a symlink or anything but a regular file (opened without blocking: a FIFO too)."""
+    *directories, name = path.parts
+    opened: list[int] = []
+    try:
+        directory = os.open(".", _DIRECTORY_FLAGS)
+        opened.append(directory)
+        for part in directories:
+            directory = _open_directory(directory, part)
+            opened.append(directory)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=directory)
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        if error.errno == errno.ELOOP:
+            raise WriteError("is a symlink or lies behind one (paddlegen follows none)") from None
+        raise WriteError(f"cannot be read ({error.strerror})") from None
+    finally:
+        for fd_opened in opened:
+            os.close(fd_opened)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a directory
+        os.close(fd)
+        raise WriteError("is not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit + 1)
 
 
 def recover(out_dir: Path) -> None:
@@ -379,13 +690,16 @@ def _identity(info: os.stat_result) -> tuple[int, int]:
 def _write_tree(tree: _Tree, artifacts: Sequence[Artifact], force: bool) -> Changes:
     owned = previously_owned(tree)
     new = {a.path: a.text.encode("utf-8") for a in artifacts}
+    executable = {a.path for a in artifacts if a.executable}
     problems = blockers(tree, new, owned, force)
     if problems:
         hint = ("move them away or pass --force to take them over"
                 if all("not written" in p for p in problems) else "move them away")
         raise WriteError(f"{shown(tree.label)}: {'; '.join(problems)}; {hint}")
     stale = sorted(p for p in owned - new.keys() if _is_regular(tree.lstat(p)))
-    changed = sorted(p for p, data in new.items() if tree.read(p) != data)
+    # compared, whatever its link count: a file is replaced by rename, so its other links (a
+    # snapshot) keep their content, and an equal one is left as it is
+    changed = sorted(p for p, data in new.items() if _bytes(tree.read(p)) != data)
     if not changed and not stale:
         return Changes()
     added = {p for p in changed if tree.lstat(p) is None}
@@ -394,7 +708,7 @@ def _write_tree(tree: _Tree, artifacts: Sequence[Artifact], force: bool) -> Chan
         for path in changed:
             directory, name = tree.parent(f"{staging}/new/{path}", create=True)
             assert directory is not None  # created
-            _write_synced(directory, name, new[path])
+            _write_synced(directory, name, new[path], path in executable)
         staging_fd = tree.directory((staging,))
         assert staging_fd is not None
         journal = Journal(_identity(os.fstat(tree.fd)), staging,
@@ -605,7 +919,7 @@ def _journal_state(tree: _Tree) -> tuple[str | None, Journal | None]:
     info = _lstat_at(tree.fd, JOURNAL)
     if info is None:
         return None, None
-    raw = _read_at(tree.fd, JOURNAL, MAX_RECORD_BYTES)
+    raw = _bytes(_read_at(tree.fd, JOURNAL, MAX_RECORD_BYTES))  # bound to out/ by inode
     journal = None if raw is None else _parse_journal(raw)
     if journal is None:
         return (f"{shown(where)} is not a journal paddlegen wrote; restore out/ from version "
@@ -680,9 +994,9 @@ def _is_paths(value: object) -> bool:
             and all(isinstance(path, str) and is_relative_file_path(path) for path in value))
 
 
-def _write_synced(directory: int, name: str, data: bytes) -> None:
+def _write_synced(directory: int, name: str, data: bytes, executable: bool = False) -> None:
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o666, dir_fd=directory)
+                 0o777 if executable else 0o666, dir_fd=directory)
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
         handle.flush()
@@ -715,16 +1029,32 @@ def interrupts_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+@dataclass(frozen=True)
+class Drift:
+    """How a tree differs from what its spec compiles to: the text to print ("" when equal), and
+    whether a build fixes it (False when all that differs is foreign files in k8s/, which a build
+    leaves where they are: telling the user to build would send them round in a loop)."""
+
+    text: str
+    build_fixes: bool = True
+
+    def __bool__(self) -> bool:
+        return bool(self.text)
+
+
 def drift(out_dir: Path, artifacts: Sequence[Artifact]) -> str:
     """What differs between out_dir and what the spec compiles to: a unified diff of the files
     paddlegen owns, and by name only everything else (foreign files in k8s/, which
     `kubectl apply -f out/k8s/` would apply, symlinks, an interrupted build); "" when equal."""
+    return tree_drift(out_dir, artifacts).text
+
+
+def tree_drift(out_dir: Path, artifacts: Sequence[Artifact]) -> Drift:
+    """drift(), and whether a build fixes it."""
     expected = {a.path: a.text for a in artifacts}
     try:
-        if not check_out_dir(out_dir):
-            return _diff(out_dir, {}, expected)
-        with locked(out_dir, exclusive=False) as tree:
-            return _drift(tree, expected)
+        with _opened(out_dir, exclusive=False) as tree:
+            return Drift(_diff(out_dir, {}, expected)) if tree is None else _drift(tree, expected)
     except OSError as error:
         raise _os_error("read", out_dir, error) from None
 
@@ -741,16 +1071,27 @@ def _compared(tree: _Tree, path: str, owned: bool,
         return None, None
     if stat.S_ISLNK(info.st_mode):
         return "a symlink, not written by paddlegen", None
-    raw = tree.read(path)
+    contents = tree.read(path)
+    if contents is None:
+        return None, None  # gone since
+    raw, expected = contents.data, None if wanted is None else wanted.encode()
+    replaces = "paddlegen build replaces it" if owned else "paddlegen build --force replaces it"
     if raw is None:
-        return "not a file paddlegen writes", None
-    if not owned and (wanted is None or raw != wanted.encode()):
-        return "not written by paddlegen" + ("" if wanted is None else
-                                               "; paddlegen build --force replaces it"), None
+        what = ("more than any file paddlegen writes" if contents.problem.startswith("larger")
+                else "not written by paddlegen" if contents.problem == "a symlink"
+                else "which paddlegen never writes")
+        return f"{contents.problem}, {what}; {replaces}", None
+    if not owned and raw != expected:
+        return "not written by paddlegen" + ("" if wanted is None else f"; {replaces}"), None
+    if contents.linked and raw != expected:
+        return ("has other hard links (a snapshot or a dedup tool?) and is not what the spec "
+                "compiles to; its content is not shown (it may be another file's); "
+                f"paddlegen build {'replaces' if wanted is not None else 'removes'} it here "
+                "and leaves the other links as they are"), None
     return None, raw
 
 
-def _drift(tree: _Tree, expected: dict[str, str]) -> str:
+def _drift(tree: _Tree, expected: dict[str, str]) -> Drift:
     notes: list[str] = []
     problem, journal = _journal_state(tree)
     if problem:
@@ -765,7 +1106,8 @@ def _drift(tree: _Tree, expected: dict[str, str]) -> str:
                          f"{shown(tree.label / entry.name)}: staging left by an interrupted "
                          "build; paddlegen build removes it")
     owned = previously_owned(tree)
-    named = {**_foreign_k8s_files(tree, expected.keys() | owned)}
+    foreign = _foreign_k8s_files(tree, expected.keys() | owned)
+    named = dict(foreign)
     comparable: dict[str, str | None] = {}
     for path in expected.keys() | owned:
         note, raw = _compared(tree, path, path in owned, expected.get(path))
@@ -773,22 +1115,32 @@ def _drift(tree: _Tree, expected: dict[str, str]) -> str:
             named[path] = note
         else:
             comparable[path] = None if raw is None else raw.decode("utf-8", errors="replace")
+    build_fixes = bool(notes) or len(named) > len(foreign)
     notes += [f"{shown(tree.label)}/{shown(path)}: {named[path]}" for path in sorted(named)]
     diffable = {path: text for path, text in expected.items() if path not in named}
-    return "".join(f"{note}\n" for note in notes) + _diff(tree.label, comparable, diffable)
+    diff = _diff(tree.label, comparable, diffable)
+    return Drift("".join(f"{note}\n" for note in notes) + diff, build_fixes or bool(diff))
 
 
 def _foreign_k8s_files(tree: _Tree, known: set[str]) -> dict[str, str]:
-    """Files in k8s/ that paddlegen neither owns nor writes, by name only, with what they are."""
+    """Files in k8s/ that paddlegen neither owns nor writes, by name only, with what they are and
+    what removes them (a build leaves them: they are not its files)."""
     try:
         k8s = tree.directory((K8S_DIR,))
     except WriteError:
         return {}  # named already as in the way of every owned k8s file
     if k8s is None:
         return {}
-    return {path: ("a symlink, not written by paddlegen" if entry.is_symlink()
-                   else "not written by paddlegen")
-            for entry in _scan(k8s) if (path := f"{K8S_DIR}/{entry.name}") not in known}
+    found = {}
+    for entry in _scan(k8s):
+        path = f"{K8S_DIR}/{entry.name}"
+        if path in known:
+            continue
+        what = "a symlink, not written by paddlegen" if entry.is_symlink() else \
+            f"not written by paddlegen, and `kubectl apply -f {K8S_DIR}/` would apply it"
+        found[path] = (f"{what}; move it out of {K8S_DIR}/ or "
+                       f"{_removal_hint(tree.label / path, entry.is_dir(follow_symlinks=False))}")
+    return found
 
 
 def _diff(out_dir: Path, actual: dict[str, str | None], expected: dict[str, str]) -> str:

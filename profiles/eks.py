@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -18,19 +19,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from paddlegen.compiler import collective, kube_objects, kueue
+from paddlegen.compiler import clock, collective, kube_objects, kueue
+from paddlegen.compiler import phases as phases_rb
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.collective import CollectiveTraining
-from paddlegen.compiler.kube_objects import (
-    Object,
-)
+from paddlegen.compiler.kube_objects import Object
+from paddlegen.compiler.phases import Phase
 from paddlegen.compiler.plan import (
     DataJob,
     Meta,
     PserverTraining,
     meta_of,
 )
-from paddlegen.compiler.problems import FieldPath
+from paddlegen.compiler.problems import FieldPath, did_you_mean
 from paddlegen.compiler.profile import Explanation, FileViolation, Profile
 from paddlegen.compiler.render import to_json, to_yaml
 from paddlegen.compiler.rules import (
@@ -44,6 +45,7 @@ from paddlegen.compiler.rules import (
     resource_limits,
     rule,
     split_count,
+    storage_positive,
     storage_request,
     system_namespace,
     training_image_tag,
@@ -52,7 +54,7 @@ from paddlegen.compiler.rules import (
 from paddlegen.compiler.targets import KubeRelease, Target
 from paddlegen.compiler.template import render
 from paddlegen.profiles import workload
-from paddlegen.profiles.aws import capacity, cost, data, efs, eksctl, instance_types
+from paddlegen.profiles.aws import budget, capacity, cost, data, efs, eksctl, instance_types
 from paddlegen.profiles.aws import formats as aws_p
 from paddlegen.profiles.aws import runbook as aws_rb
 from paddlegen.profiles.aws.models import EfsStorage
@@ -96,7 +98,7 @@ MANAGED_POLICIES = ("AmazonEC2FullAccess", "AWSCloudFormationFullAccess",
                     "AmazonElasticFileSystemFullAccess")
 
 
-class EksCluster(SpecModel):
+class EksCluster(SpecModel, title="EKS cluster"):
     """The EKS cluster eksctl makes."""
 
     name: Annotated[str, text(aws_p.EKS_CLUSTER_NAME, "Cluster name; eksctl's stacks are "
@@ -124,9 +126,20 @@ class EksCluster(SpecModel):
         "Give the nodes every Elastic Fabric Adapter their type has (eksctl's efaEnabled) and "
         "each trainer pod all of them, for NCCL; the node group then lives in the first zone "
         "(eksctl puts EFA node groups in one zone, in a cluster placement group)."))
+    monthly_budget: Annotated[
+        float | None,  # strict float takes YAML's ints too; the JSON Schema stays a number
+        Field(ge=budget.MIN_MONTHLY_BUDGET, le=budget.MAX_MONTHLY_BUDGET, description=(
+            "A monthly budget in USD for the account's cost: with alertEmail, aws/budget.cfn.yaml "
+            "makes an AWS Budgets budget that e-mails at 50, 80 and 100 % of the actual cost "
+            "and 100 % of the forecast; the cluster phase deploys it, `down` removes it. It "
+            "counts the whole account, not the cluster alone.")),
+    ] = None
+    alert_email: Annotated[
+        str | None, text(budget.EMAIL, "Where the budget's alerts go (with monthlyBudget).")
+    ] = None
 
 
-class EksEfs(SpecModel):
+class EksEfs(SpecModel, title="EFS file system"):
     """The EFS file system of the shared volume."""
 
     file_system_id: Annotated[
@@ -180,18 +193,6 @@ def default_version() -> str:
                key=lambda v: int(v.split(".")[1]))
 
 
-def today() -> str:
-    """The date (UTC), or the one SOURCE_DATE_EPOCH names (the reproducible-builds convention),
-    for rules about support calendars."""
-    import os
-    from datetime import datetime, timezone
-
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
-    moment = (datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit()
-              else datetime.now(timezone.utc))
-    return moment.date().isoformat()
-
-
 @rule("eks-support", severity="warning", reads=("kubeVersion",))
 def eks_support(spec: EksSpec) -> Iterable[Violation]:
     """kubeVersion is in EKS standard support today (the calendar vendored in
@@ -200,7 +201,7 @@ def eks_support(spec: EksSpec) -> Iterable[Violation]:
     calendar = eks_calendar()
     version = spec.kube_version or default_version()
     dates = calendar["releases"].get(version)
-    if dates is None or dates["standardEnd"] > today():
+    if dates is None or dates["standardEnd"] > clock.today():
         return
     prices = calendar["pricePerClusterHour"]
     yield ("kubeVersion",), (
@@ -235,8 +236,6 @@ def aws_regions() -> tuple[str, ...]:
 def aws_region(spec: EksSpec) -> Iterable[Violation]:
     """cluster.region is a region of AWS's commercial partition (the list botocore bundles,
     vendored in profiles/aws/regions.json): the one whose ARNs paddlegen writes."""
-    from paddlegen.compiler.spec import did_you_mean
-
     region = spec.cluster.region
     if region not in aws_regions():
         yield ("cluster", "region"), (f"{region} is not an AWS region"
@@ -362,8 +361,6 @@ TYPE_READS = ("cluster.workerInstanceType", "cluster.efa", "training.framework",
 def typo_hint(kind: str) -> str:
     """'; did you mean ...?' where a type paddlegen does not know is a misspelt one it knows:
     close to one, and not of a family it knows with a size EC2 has (t3.small is no typo)."""
-    from paddlegen.compiler.spec import did_you_mean
-
     table = known_types()
     if kind in table or capacity.looks_real(kind, table):
         return ""
@@ -809,8 +806,33 @@ def iam_policy(plan: EksPlan) -> dict[str, Any]:
                           f"{log_group(c.name)}:*"]},
             *iam_statements(c.account_id),
             *ecr_statements(plan),
+            *([{"Sid": "Budget", "Effect": "Allow", "Action": list(budget.IAM_ACTIONS),
+                "Resource": [budget.budget_arn(c.account_id, c.name, c.region)]},
+               {"Sid": "BudgetBillingViews", "Effect": "Allow",
+                "Action": list(budget.BILLING_VIEW_ACTIONS),
+                "Resource": [f"arn:aws:billing::{c.account_id}:billingview/*"]}]
+              if cost_guard(plan) else []),
         ],
     }
+
+
+@dataclass(frozen=True)
+class CostGuard:
+    """The budget of cluster.monthlyBudget: its template, and the runbook's lines and words."""
+
+    template: dict[str, Any]
+    deploy: str
+    remove: str
+    about: str
+
+
+def cost_guard(plan: EksPlan) -> CostGuard | None:
+    c = plan.cluster
+    if c.monthly_budget is None or c.alert_email is None:
+        return None
+    return CostGuard(budget.template(c.name, c.region, c.monthly_budget, c.alert_email),
+                     budget.deploy_lines(c.name, c.region), budget.remove_lines(c.name, c.region),
+                     budget.cost_text(c.name, c.region, c.monthly_budget, c.alert_email))
 
 
 def log_group(cluster: str) -> str:
@@ -839,6 +861,11 @@ def files(plan: EksPlan) -> dict[str, str]:
     zones = len(plan.cluster.availability_zones)
     return {CLUSTER_CONFIG: to_yaml(cluster_config(plan)),
             "aws/iam-policy.json": to_json(iam_policy(plan)),
+            **({budget.TEMPLATE_FILE: to_yaml(guard.template)} if (guard := cost_guard(plan))
+               else {}),
+            aws_rb.TRUST_POLICY: to_json(aws_rb.trust_policy(plan.cluster.account_id)),
+            aws_rb.ASSUME_ROLE_POLICY: to_json(aws_rb.assume_role_policy(
+                plan.cluster.account_id, plan.iam_group)),
             "aws/efs.cfn.yaml": to_yaml(efs.eks_template(plan.cluster.name,
                                                          plan.efs_stack, zones))}
 
@@ -850,24 +877,99 @@ def checks(plan: EksPlan) -> list[FileViolation]:
 
 
 def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
-    """The tools, IAM, the cluster, the file system (whose id comes back into the spec), the
-    training operator with kubeflow, what a PaddlePaddle 3 run's launcher and queue need
-    (JobSet, Kubeflow Trainer, Kueue), the data and training of either framework, the output
-    off EFS and the teardown: profiles/eks.md.j2, filled from the plan."""
+    """The phases: the tools and the user's profile, the role, the image, the cluster (with what
+    a launcher and a queue need), the file system (whose id comes back into the spec), the data,
+    the run, its status, log and stop, the output off EFS, and the teardown:
+    profiles/eks.md.j2, filled from the plan."""
     training = plan.training
+    collective_run = isinstance(training, CollectiveTraining)
     return render(__package__, "eks.md.j2", {
-        "plan": plan, "manifest_paths": manifest_paths,
-        "collective_run": isinstance(plan.training, CollectiveTraining), "rb": rb,
+        "plan": plan, "manifests": rb.tree_manifests(manifest_paths, plan.data),
+        "collective_run": collective_run, "rb": rb, "ph": phases_rb, "phases": phases(plan),
         "aws_rb": aws_rb, "collective": collective, "eksctl": EKSCTL,
         "eksctl_releases": EKSCTL_RELEASES, "operator_release": TRAINING_OPERATOR,
         "operator_manifests": OPERATOR_MANIFESTS, "managed_policies": MANAGED_POLICIES,
         "owner_tag": efs.OWNER_TAG, "owner_of_file_system": OWNER_OF_FILE_SYSTEM,
         "log_group": log_group, "image": training_image(plan), "ecr": ecr_repository(plan),
-        "trainers": rb.run_trainers(plan.meta, plan.data, plan.training, manifest_paths[-1]),
         "logs": workload.pod_log_dir(plan.training), "failures": failures,
         "data_mount": SEED_DATA_MOUNT, "before_you_start": before_you_start(plan),
-        "controllers": (rb.controllers(training) if isinstance(training, CollectiveTraining)
-                        else [])})
+        "status": status(plan), "budget": cost_guard(plan), "node_group": NODE_GROUP,
+        "reader_pod": rb.reader_pod(plan.meta, training),
+        "controllers": rb.needed_controllers(training)})
+
+
+def hourly_costs(plan: EksPlan) -> list[cost.Cost]:
+    """What the cluster as specified costs an hour: its control plane, nodes, NAT gateway."""
+    c, calendar, version = plan.cluster, eks_calendar(), plan.meta.target.kube.minor
+    dates = calendar["releases"].get(version)
+    support = "extended" if dates and dates["standardEnd"] <= calendar["asOf"] else "standard"
+    return [cost.eks_control_plane(version, support),
+            cost.instances(c.region, c.worker_instance_type, c.worker_count or 0),
+            cost.nat_gateway(c.region)]
+
+
+def phases(plan: EksPlan) -> list[Phase]:
+    """The runbook's phases, in order; nothing bills before the cluster, the image built first."""
+    c = plan.cluster
+    hourly = sum(row.per_hour or 0 for row in hourly_costs(plan))
+    collective_run = isinstance(plan.training, CollectiveTraining)
+    return [
+        Phase("setup", "eksctl and kubectl into $ASSETS/bin, checked; your AWS CLI profile"),
+        Phase("iam", "as an administrator: the role the other phases take"),
+        *([Phase("image", "the training image: built, checked, pushed",
+                 "the registry's storage, by the GB-month")] if collective_run else []),
+        Phase("cluster", "the EKS cluster and its nodes, and what the run needs on it",
+              f"about {cost.money(hourly)} an hour: the control plane, {c.worker_count} x "
+              f"{c.worker_instance_type}, the NAT gateway"),
+        Phase("storage", "the EFS file system in the cluster's network",
+              "EFS storage, by the GB-month"),
+        *([Phase("data", "the data Job, afresh if it failed")] if plan.data else []),
+        Phase("train", "the run, afresh if the last one ended; waits for its end"),
+        Phase("status", "what bills now, and whether a run is on"),
+        Phase("logs", "the first trainer's log, followed"),
+        Phase("stop", "the run ended; the cluster stays"),
+        Phase("output", "the run's output copied into $ASSETS"),
+        Phase("down", "the output copied, then all the runbook made deleted"),
+        Phase("iam-down", "as an administrator: the role deleted"),
+    ]
+
+
+def status(plan: EksPlan) -> str:
+    """The status phase: what of the cluster and the file system is there, so billing, each
+    with its price from the cost table, then the run, where there is a cluster."""
+    c = plan.cluster
+    control_plane, _, nat = hourly_costs(plan)
+    nat_price = cost.money(nat.per_hour or 0)
+    node = cost.instances(c.region, c.worker_instance_type, 1)
+    each = ("at " + cost.money(node.per_hour) + " an hour each" if node.per_hour is not None
+            else "(no price in the table)")
+    nodes = (f"aws eks describe-nodegroup --cluster-name {q(c.name)} --nodegroup-name "
+             f"{NODE_GROUP} --query nodegroup.scalingConfig.desiredSize --output text")
+    nats = (f"aws ec2 describe-nat-gateways --filter Name=tag:alpha.eksctl.io/cluster-name,"
+            f"Values={q(c.name)} Name=state,Values=pending,available "
+            "--query 'length(NatGateways)' --output text")
+    size = ('aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" '
+            "--query 'FileSystems[0].SizeInBytes.Value' --output text")
+    file_system = aws_rb.stack_output(plan.efs_stack, "FileSystemId")
+    return (f"STATUS=$(aws eks describe-cluster --name {q(c.name)} --query cluster.status "
+            "--output text 2>/dev/null || true)\n"
+            'if [ -z "$STATUS" ]; then\n'
+            f"  echo {q(f'cluster {c.name}: none, so no nodes and no NAT gateway bill')}\n"
+            "else\n"
+            f'  echo "cluster {c.name} ($STATUS):" '
+            f"{q(f'the control plane, {cost.money(control_plane.per_hour or 0)} an hour')}\n"
+            f"  NODES=$({nodes} 2>/dev/null || echo 0)\n"
+            f'  echo "node group {NODE_GROUP}: $NODES x" {q(f"{c.worker_instance_type} {each}")}\n'
+            f"  NATS=$({nats} 2>/dev/null || echo 0)\n"
+            f'  echo "NAT gateways: $NATS," {q(f"at {nat_price} an hour each")}\n'
+            + textwrap.indent(rb.run_status(plan.meta, plan.training), "  ")
+            + "fi\n"
+            f"FILE_SYSTEM_ID=$({file_system} 2>/dev/null || true)\n"
+            'if [ -n "$FILE_SYSTEM_ID" ] && [ "$FILE_SYSTEM_ID" != None ]; then\n'
+            f'  echo "file system $FILE_SYSTEM_ID: $({size}) bytes stored, by the GB-month"\n'
+            "else\n"
+            f"  echo {q(f'file system: no stack {plan.efs_stack}')}\n"
+            "fi\n")
 
 
 ECR_IMAGE = re.compile(r"(?P<registry>(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)"
@@ -985,17 +1087,14 @@ def image_checks(training: CollectiveTraining) -> str:
 
 def before_you_start(plan: EksPlan) -> str:
     """What it costs, how long it takes and what it needs, before any block runs."""
-    c, calendar, version = plan.cluster, eks_calendar(), plan.meta.target.kube.minor
-    dates = calendar["releases"].get(version)
-    support = "extended" if dates and dates["standardEnd"] <= calendar["asOf"] else "standard"
-    nodes = c.worker_count or 0
-    costs = [cost.eks_control_plane(version, support),
-             cost.instances(c.region, c.worker_instance_type, nodes), cost.nat_gateway(c.region)]
-    needs = ["a Linux x86_64 machine with bash, curl and tar (the tools below are its builds)",
+    c = plan.cluster
+    needs = ["a Linux x86_64 machine with bash, curl, tar and sha256sum (the tools below are "
+             "its builds)",
              "the AWS CLI v2 and paddlegen on PATH",
-             "an IAM user with access keys, and an administrator's AWS CLI profile in "
-             "`$ADMIN_PROFILE` for the two IAM blocks",
-             cost.vcpu_quota(c.region, {c.worker_instance_type: nodes})]
+             "an AWS CLI profile you sign in with, in `$SOURCE_PROFILE` (`aws configure sso`, "
+             "or an IAM user's keys), and an administrator's in `$ADMIN_PROFILE` for the `iam` "
+             "and `iam-down` phases",
+             cost.vcpu_quota(c.region, {c.worker_instance_type: c.worker_count or 0})]
     if isinstance(plan.training, CollectiveTraining):
         needs.append("docker, to build, check and push the training image (no GPU needed)")
     if plan.launcher == "kubeflow":
@@ -1003,11 +1102,12 @@ def before_you_start(plan: EksPlan) -> str:
     if plan.launcher == "trainjob":
         needs.append("git, with which kubectl fetches Kubeflow Trainer's manifests")
     needs.append("a shell in the directory of this file (`cd out/`): the blocks read `$PWD`")
+    guard = cost_guard(plan)
     return cost.before_you_start(
-        c.region, costs, "Data transfer, the NAT gateway's per-GB charge and storage",
+        c.region, hourly_costs(plan), "Data transfer, the NAT gateway's per-GB charge and storage",
         "It takes about 15 to 20 minutes for eksctl to make the cluster and its nodes, a few "
         "minutes for the file system's stack, and about as long again to tear it all down, "
-        "which removes what this runbook made.", needs)
+        "which removes what this runbook made.", needs) + (f"\n{guard.about}\n" if guard else "")
 
 
 def failures(meta: Meta, training: PserverTraining) -> str:
@@ -1041,9 +1141,10 @@ PROFILE = Profile(
            unknown_instance_type, instance_capacity, node_group_capacity, queue_quota, idle_gpus,
            either(release_fields(target, JOBS, target_reads=TARGET_READS)),
            either(resource_limits(JOBS)), either(job_names), v1_only(split_count),
-           aws_region, zones_in_region, storage_request, efs_file_system,
+           aws_region, zones_in_region, storage_request,
+           storage_positive(("capacity", "request")), efs_file_system,
            either(training_image_tag),
            workload.data_image_tag,
-           system_namespace),
+           system_namespace, budget.budget_fields),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
-    explain=explain, checks=checks)
+    explain=explain, checks=checks, phases=phases)

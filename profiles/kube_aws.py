@@ -47,6 +47,7 @@ from paddlegen.compiler.rules import (
     resource_limits,
     rule,
     split_count,
+    storage_positive,
     storage_request,
     system_namespace,
     training_image_tag,
@@ -89,10 +90,10 @@ CLOUDFORMATION_ACTIONS = (
 )
 
 
-class KubeAwsCluster(SpecModel):
+class KubeAwsCluster(SpecModel, title="kube-aws cluster"):
     """AWS settings of a kube-aws cluster."""
 
-    kube_aws_version: KubeAwsVersion = Field(description=(
+    kube_aws_version: KubeAwsVersion = Field(title="kube-aws version", description=(
         "The kube-aws release that builds the cluster: v0.9.1 (the tutorials'; Kubernetes 1.4.6) "
         "or v0.9.9 (Kubernetes 1.8.4, with RBAC); each reads its own cluster.yaml."))
     name: Annotated[
@@ -573,6 +574,7 @@ PROFILE = Profile(
            release_fields(target, JOBS, target_reads=TARGET_READS), resource_limits(JOBS),
            job_names, split_count,
            zone_in_region, pending_values, kms_key_arn, efs_region, storage_request,
+           storage_positive(("capacity", "request")),
            kube_aws_network, record_set, iam_role_name, aws_name_limits, s3_bucket_name,
            training_image_tag, dataset_image_tag, system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,

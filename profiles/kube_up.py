@@ -35,6 +35,7 @@ from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.render import to_yaml
 from paddlegen.compiler.rules import (
     gradient_servers,
+    host_path,
     kube_version,
     launcher_release,
     port_range,
@@ -61,7 +62,7 @@ MANAGED_POLICIES = tuple(name for name in aws_rb.SEED_MANAGED_POLICIES
                          if name != "AWSKeyManagementServicePowerUser")
 
 
-class KubeUpCluster(SpecModel):
+class KubeUpCluster(SpecModel, title="kube-up cluster"):
     """A cluster started by kubernetes' cluster/kube-up.sh on AWS."""
 
     name: Annotated[
@@ -87,7 +88,7 @@ class KubeUpCluster(SpecModel):
     ] = None
 
 
-class HostPathStorage(SpecModel):
+class HostPathStorage(SpecModel, title="Host directory"):
     """A directory of every node, mounted into the pods (kube-up: EFS mounted on each host)."""
 
     host_path: Annotated[
@@ -207,6 +208,6 @@ PROFILE = Profile(
     rules=(port_range, gradient_servers, worker_capacity, kube_version(target, target_reads=()),
            launcher_release(target, target_reads=()),
            release_fields(target, ("training",), target_reads=()), resource_limits(("training",)),
-           zone_in_region, s3_bucket_name, training_image_tag, system_namespace),
+           zone_in_region, s3_bucket_name, training_image_tag, system_namespace, host_path),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
     explain=explain)

@@ -11,12 +11,14 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from paddlegen.compiler import collective
+from paddlegen.compiler import phases as phases_rb
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.collective import CollectiveTraining
 from paddlegen.compiler.kube_objects import (
     Object,
     persistent_volume_claim,
 )
+from paddlegen.compiler.phases import Phase
 from paddlegen.compiler.plan import (
     ClaimVolume,
     DataJob,
@@ -36,6 +38,7 @@ from paddlegen.compiler.rules import (
     resource_limits,
     rule,
     split_count,
+    storage_positive,
     system_namespace,
     training_image_tag,
 )
@@ -57,7 +60,7 @@ from paddlegen.schema.models import SpecBase, SpecModel, text
 JOBS = ("training", "dataset")  # the spec sections of the profile's Jobs
 
 
-class KubernetesStorage(SpecModel):
+class KubernetesStorage(SpecModel, title="Storage claim"):
     """A ReadWriteMany claim on the cluster's storage: one a StorageClass provisions, or one that
     exists already."""
 
@@ -205,23 +208,41 @@ def reads(plan: KubernetesPlan) -> str:
 
 def runbook(plan: KubernetesPlan, manifest_paths: list[str]) -> str:
     """What the cluster must have (and, for a cluster the user administers, how to install
-    what the launcher and a queue need), the data and training, the output, the teardown:
-    profiles/kubernetes.md.j2, filled from the plan."""
+    what the launcher and a queue need), the data, the run, its status, log and stop, the
+    output, the teardown: profiles/kubernetes.md.j2, filled from the plan."""
     meta, training, data = plan.meta, plan.training, plan.data
-    *first, training_manifest = manifest_paths
     collective_run = isinstance(training, CollectiveTraining)
     return render(__package__, "kubernetes.md.j2", {
-        "rb": rb, "meta": meta, "kube": meta.target.kube, "volume": plan.volume,
-        "training": training, "data": data, "logs": workload.pod_log_dir(training),
-        "collective": collective_run, "rights": rights(plan), "reads": reads(plan),
+        "rb": rb, "ph": phases_rb, "phases": phases(plan), "meta": meta,
+        "kube": meta.target.kube, "volume": plan.volume, "training": training, "data": data,
+        "logs": workload.pod_log_dir(training), "collective": collective_run,
+        "rights": rights(plan), "reads": reads(plan),
         "gang": plan.launcher in collective.GANG_LAUNCHERS,
-        "controllers": rb.controllers(training) if isinstance(training, CollectiveTraining)
-        else [],
+        "controllers": rb.needed_controllers(training),
         "existing": isinstance(plan.volume, ExistingClaim),
         "operator": plan.launcher == "kubeflow", "operator_release": TRAINING_OPERATOR,
-        "operator_manifests": OPERATOR_MANIFESTS, "pre": rb.preamble(meta.name),
-        "shared_mount": collective.SHARED_MOUNT, "creates": rb.creates(first),
-        "trainers": rb.run_trainers(meta, data, training, training_manifest)})
+        "operator_manifests": OPERATOR_MANIFESTS, "p": rb.preamble(meta.name),
+        "shared_mount": collective.SHARED_MOUNT,
+        "manifests": rb.tree_manifests(manifest_paths, data),
+        "reader_pod": rb.reader_pod(meta, training)})
+
+
+def phases(plan: KubernetesPlan) -> list[Phase]:
+    """The runbook's phases, in order. The cluster is the user's: none starts a bill, but a run
+    holds its nodes until it ends."""
+    installs = plan.launcher == "kubeflow" or bool(rb.needed_controllers(plan.training))
+    return [
+        Phase("check", "what the run needs of the cluster: kubectl, storage, GPUs"),
+        *([Phase("controllers", "as the cluster's admin: the launcher's controllers, where "
+                                "missing")] if installs else []),
+        *([Phase("data", "the data Job, afresh if it failed")] if plan.data else []),
+        Phase("train", "the run, afresh if the last one ended; waits for its end"),
+        Phase("status", "whether a run is on, and how the last one ended"),
+        Phase("logs", "the first trainer's log, followed"),
+        Phase("stop", "the run ended; the rest stays"),
+        Phase("output", "the run's output copied into $ASSETS"),
+        Phase("down", "the output copied, then the tree's objects deleted"),
+    ]
 
 
 def explain(plan: KubernetesPlan) -> Explanation:
@@ -242,8 +263,9 @@ PROFILE = Profile(
            either(release_fields(target, JOBS, target_reads=TARGET_READS)),
            either(resource_limits(JOBS)),
            either(job_names), v1_only(split_count), storage_source,
+           storage_positive(("request",)),
            either(training_image_tag),
            workload.data_image_tag,
            system_namespace),
     target=target, derive=derive, objects=objects, files=files, runbook=runbook,
-    explain=explain)
+    explain=explain, phases=phases)

@@ -22,6 +22,7 @@ from paddlegen.compiler.kube_objects import (
 from paddlegen.compiler.plan import HostVolume, Meta, gflag, meta_of, resources_of
 from paddlegen.compiler.profile import Explanation, Profile
 from paddlegen.compiler.rules import (
+    host_path,
     kube_version,
     release_fields,
     resource_limits,
@@ -44,7 +45,7 @@ from paddlegen.schema.models import (
 DEFAULT_KUBE_VERSION = "1.35"
 
 
-class LocalStorage(SpecModel):
+class LocalStorage(SpecModel, title="Output directory"):
     """Where the single trainer's output lands on the machine."""
 
     host_path: Annotated[
@@ -52,7 +53,7 @@ class LocalStorage(SpecModel):
     ]
 
 
-class LocalTraining(SpecModel):
+class LocalTraining(SpecModel, title="Training"):
     """`paddle train` on one machine: the trainer flags, straight from the spec."""
 
     image: Annotated[str, text(p.IMAGE, "Image with Paddle, the demo and its data.")]
@@ -180,6 +181,6 @@ PROFILE = Profile(
     model=LocalSpec,
     rules=(kube_version(target, target_reads=TARGET_READS),
            release_fields(target, ("training",), target_reads=TARGET_READS),
-           resource_limits(("training",)), training_image_tag, system_namespace),
+           resource_limits(("training",)), training_image_tag, system_namespace, host_path),
     target=target,
     derive=derive, objects=objects, files=files, runbook=runbook, explain=explain)

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from paddlegen.compiler import collective
+from paddlegen.compiler import collective, kube_expansion
 from paddlegen.compiler.collective import (
     GANG_LAUNCHERS,
     REPLICATED_JOB,
@@ -46,6 +46,7 @@ from paddlegen.compiler.rules import Rule, Violation, dataset_image_tag, quantit
 from paddlegen.compiler.targets import KubeRelease
 from paddlegen.profiles.aws.capacity import MIB, allowance_words
 from paddlegen.schema import patterns as p
+from paddlegen.schema.json_schema import condition
 from paddlegen.schema.models import (
     ClusterTraining,
     DatasetSettings,
@@ -113,7 +114,32 @@ RESOURCES_DESCRIPTION = (
     f"{SHM_MAX_MIB // 1024}Gi at most; {SHM_WITHOUT_LIMIT} without a memory limit.")
 
 
-class WorkloadTraining(SpecModel):
+def framework_schema(schema: dict[str, Any]) -> None:
+    """training's JSON Schema by framework (its json_schema_extra), as the loader reads a spec:
+    the keys of one framework are properties of its branch alone (if/then/else), and
+    unevaluatedProperties refuses every other key, so that an editor completes and accepts only
+    the framework's keys. paddle is the framework written, or, absent, that of a spec that sets
+    no key only paddle-v1 has (WorkloadTraining.prepared); it needs an image and a script (as
+    the rule framework-fields says)."""
+    properties = schema["properties"]  # keyed by alias: the spec's JSON Schema is by alias
+    v1 = {key: properties.pop(key) for key in map(to_camel, V1_FIELDS)}
+    paddle = {key: properties.pop(key) for key in map(to_camel, PADDLE_FIELDS)}
+    # The test is for paddle, not paddle-v1: completing, yaml-language-server takes a value
+    # for a const it begins, and "paddle" begins "paddle-v1".
+    written_paddle = {"required": ["framework"],
+                      "properties": {"framework": condition(properties["framework"],
+                                                            {"const": "paddle"})}}
+    inferred_paddle = {"not": {"anyOf": [{"required": [key]} for key in ("framework", *v1)]}}
+    del schema["additionalProperties"]  # blind to the branches' properties; see below
+    schema.update({
+        "if": {"anyOf": [written_paddle, inferred_paddle]},
+        "then": {"title": "PaddlePaddle 3 (framework paddle)", "properties": paddle,
+                 "required": ["image", "script"]},
+        "else": {"title": "PaddlePaddle v1 (framework paddle-v1)", "properties": v1},
+        "unevaluatedProperties": False})
+
+
+class WorkloadTraining(SpecModel, title="Training", json_schema_extra=framework_schema):
     """The training run: PaddlePaddle 3's collective launcher (framework paddle, the default) or
     PaddlePaddle v1's parameter server of the tutorials (framework paddle-v1)."""
 
@@ -155,8 +181,11 @@ class WorkloadTraining(SpecModel):
     ttl_seconds_after_finished: Annotated[int | None, ttl("the training Job")] = None
     script: Annotated[str | None, text(p.ABSOLUTE_PATH, (
         "paddle: the training script, an absolute path inside the image."))] = None
-    args: list[Annotated[str, Field(max_length=4096)]] | None = Field(
-        default=None, max_length=256, description="paddle: the script's arguments.")
+    args: list[Annotated[str, text(p.ARGUMENT)]] | None = Field(
+        default=None, max_length=256, description=(
+            "paddle: the script's arguments, passed as written: a `$` stays a `$` (paddlegen "
+            "doubles it in the pod's command, so that the kubelet's $(VAR) expansion leaves "
+            "it), and $(VAR) is not expanded; the script reads the environment itself."))
     gpus_per_node: Annotated[int | None, Field(ge=0, le=64, description=(
         "paddle: GPUs of each pod (nvidia.com/gpu), one trainer process each; 0, the "
         "default: CPU, one process, over gloo."))] = None
@@ -499,7 +528,8 @@ def derive_training(spec: WithWorkload, volume: SharedVolume, kube: KubeRelease,
 def pod_log_dir(training: PserverTraining | CollectiveTraining) -> str:
     """Where a PaddlePaddle 3 pod writes its logs, `<pod>` for its name; none for paddle-v1."""
     if isinstance(training, CollectiveTraining):
-        return collective.expanded(training.log_dir, {collective.POD_NAME_VARIABLE: "<pod>"})
+        return kube_expansion.expanded(training.log_dir,
+                                       {collective.POD_NAME_VARIABLE: "<pod>"})
     return ""
 
 

@@ -106,5 +106,14 @@ LABEL_VALUE = grammar(
     "letter or digit",
     DNS_LABEL_MAX,  # Kubernetes' LabelValueMaxLength
 )
+# An argument of a container's process. The runtime execs it as a C string, which ends at a
+# NUL: runc, in Go, refuses one with a NUL (syscall.ByteSliceFromString: "If s contains a NUL
+# byte at any location, it returns (nil, EINVAL)"), so the container never starts.
+ARGUMENT = grammar(
+    r"^[^\x00]*$",
+    "an argument without a NUL character (a process's arguments are C strings, which a NUL "
+    "ends: the container could not start)",
+    4096,  # this field's own bound
+)
 KUBE_VERSION = grammar(r"^1\.[0-9]{1,2}$", "a Kubernetes minor release such as 1.34",
                        len("1.99"))  # this grammar's own bound

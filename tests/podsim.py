@@ -1406,9 +1406,12 @@ def image_nsswitch_conf(host_nsswitch: str) -> str | None:
 
 
 def expand(text: str, *contexts: Mapping[str, str]) -> str:
-    """`$(VAR)` expansion as Kubernetes does it (third_party/forked/golang/expansion): a name
-    found in the first context that has it is replaced, an unknown one stays `$(VAR)`, `$$` is
-    `$`, and any other `$` (incomplete `$(`, `$x`, a trailing `$`) stays as written."""
+    """`$(VAR)` expansion as Kubernetes does it (third_party/forked/golang/expansion/expand.go,
+    read at commit fde22c3f9aacfd260225a9741de123a41157b7c0: a rune after `$` is kept whole,
+    kubernetes/kubernetes#136325): a name found in the first context that has it is replaced,
+    an unknown one stays `$(VAR)`, `$$` is `$`, and any other `$` (incomplete `$(`, `$x`, a
+    trailing `$`) stays as written. Checked against expand_test.go's cases in
+    tests/test_explain_expansion.py."""
     out: list[str] = []
     cursor = 0
     while cursor < len(text):

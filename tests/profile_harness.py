@@ -257,8 +257,8 @@ def check_check_is_clean(golden: str) -> None:
 
 def check_runbook(golden: str) -> None:
     """RUNBOOK.md is there, names the job, the profile and the target the build planned, holds
-    shell blocks that bash parses, names only files of its tree, and creates every object of
-    k8s/ in apply order."""
+    shell blocks that bash parses, names only files of its tree, and makes every object of k8s/
+    in apply order."""
     out = spec_of(golden).parent / "out"
     runbook = (out / "RUNBOOK.md").read_text()
     assert runbook.strip()
@@ -276,8 +276,12 @@ def check_runbook(golden: str) -> None:
     assert named, "the runbook names no file"
     assert {path for path in named if not (out / path).is_file()} == set()
     manifests = sorted(p.relative_to(out).as_posix() for p in (out / "k8s").glob("*.yaml"))
-    creates = re.findall(r'kubectl create -f "\$OUT/(k8s/[^"]+)"', runbook)
-    assert creates == manifests
+    # each made once (a phase's runbook applies them again in each phase that needs them), in
+    # apply order (not the files' order)
+    made = list(dict.fromkeys(re.findall(r'kubectl (?:create|apply) -f "\$OUT/(k8s/[^"]+)"',
+                                         runbook)))
+    assert sorted(made) == manifests
+    assert made == [m.path for m in built(golden).manifests]
 
 
 def check_explain(golden: str) -> None:
@@ -308,54 +312,146 @@ ADMINISTRATOR_CALLS = {"get-group", "create-group", "attach-group-policy", "add-
 
 
 def install_stubs(directory: Path, tools: tuple[str, ...] = TOOLS) -> Path:
-    """The stand-in (tests/runbook_stub.py) under each tool's name in `directory`."""
-    directory.mkdir()
+    """The stand-in (tests/runbook_stub.py) under each tool's name in `directory`: a launcher
+    that imports a copy of it, compiled once (a script is compiled on every call), run with -S
+    (the stand-in imports site-packages only where it reads YAML)."""
+    directory.mkdir(parents=True)
+    shutil.copy(STUB, directory / STUB.name)
     script = directory / "stub.py"
-    script.write_text(f"#!{sys.executable}\n" + STUB.read_text())
+    script.write_text(f"#!{sys.executable} -S\nimport sys\nsys.path.insert(0, {str(directory)!r})"
+                      f"\nimport {STUB.stem}\nsys.exit({STUB.stem}.main())\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     for tool in tools:
         (directory / tool).symlink_to(script)
+    (directory / "paddlegen").symlink_to(Path(sys.executable).parent / "paddlegen")
     return directory
+
+
+# Sourced by every non-interactive bash (BASH_ENV): a pause advances bash's own clock, which the
+# runbooks' waits read ($SECONDS), as far as a real one would, at once.
+FAST_SLEEP = 'sleep() { SECONDS=$((SECONDS + ${1%.*})); }\n'
+
+
+def fresh_tree(golden: str, directory: Path) -> Path:
+    """The golden's spec built afresh into directory/out (the committed tree may lag behind the
+    templates), beside a copy of the spec; the tree's path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    spec = directory / "spec.yaml"
+    shutil.copy(spec_of(golden), spec)
+    return rebuilt(spec)
+
+
+def rebuilt(spec: Path) -> Path:
+    """The tree of `spec` built into its out/, as the runbooks' rebuild step does."""
+    result = run_cli("build", spec, "-o", spec.parent / "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return spec.parent / "out"
+
+
+def put_file_system(spec: Path, file_system: str) -> None:
+    """Put the file system the runbook printed into the spec (storage.efs.fileSystemId), as its
+    storage phase asks, keeping the rest of the spec as written."""
+    yaml = YAML()  # round trip: the comments stay
+    values = yaml.load(spec)
+    values["storage"]["efs"]["fileSystemId"] = file_system
+    yaml.dump(values, spec)
+
+
+def seed_state(values: dict[str, Any]) -> dict[str, Any]:
+    """What exists before a spec's runbook runs (`values`: the spec as written): for eks, the AWS
+    CLI profiles the person has (dev, admin) and the file system the spec names, and no
+    cluster; for kubernetes, the cluster's namespace, StorageClass or claim, nodes and
+    LocalQueue; nothing is checked for the older profiles."""
+    from runbook_stub import initial_state
+
+    storage, training = values.get("storage", {}), values.get("training", {})
+    if values["profile"] == "eks":
+        given = storage.get("efs", {}).get("fileSystemId")
+        return initial_state(api=False, profiles=["dev", "admin"],
+                             file_systems=[given] if given else [])
+    if values["profile"] == "kubernetes":
+        namespace = values["metadata"].get("namespace", "default")
+        claim = storage.get("existingClaim")
+        return initial_state(
+            api=True, namespaces=[namespace], nodes=training.get("nodes", 1),
+            storage_classes=[storage["storageClassName"]] if "storageClassName" in storage
+            else [], claims=[(namespace, claim)] if claim else [],
+            local_queues=[(namespace, training["queue"])] if training.get("queue") else [])
+    return initial_state()
+
+
+def stand_in_env(values: dict[str, Any], tmp_path: Path, spec: Path,
+                 **stub_env: str) -> dict[str, str]:
+    """The environment of the runbook's shells: the stand-ins first on PATH, a home of their
+    own, the stand-ins' log and state (seeded with seed_state), the fast pause, and what the
+    runbook asks the person for (SOURCE_PROFILE, ADMIN_PROFILE, IAM_USER, CODE_DIR, SPEC)."""
+    stubs = install_stubs(tmp_path / "stubs")
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "code").mkdir()
+    data = tmp_path / "data"
+    (data / "0" / "data").mkdir(parents=True)
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(seed_state(values)))
+    bash_env = tmp_path / "bash_env.sh"
+    bash_env.write_text(FAST_SLEEP)
+    cluster = values.get("cluster", {})
+    efs = values.get("storage", {}).get("efs", {})
+    return {"HOME": str(home), "PATH": f"{stubs}:/usr/bin:/bin", "LC_ALL": "C.UTF-8",
+            "BASH_ENV": str(bash_env), "STUB_LOG": str(tmp_path / "log"),
+            "STUB_STATE": str(state), "SOURCE_PROFILE": "dev", "ADMIN_PROFILE": "admin",
+            "IAM_USER": "alice", "CODE_DIR": str(tmp_path / "code"), "SPEC": str(spec),
+            "DATA_DIR": str(data), "STUB_KMS_ARN": cluster.get("kmsKeyArn", ""),
+            "STUB_EFS_DNS": efs.get("dnsName", ""),
+            "STUB_KUBE_AWS": cluster.get("kubeAwsVersion", "v0.9.1"), **stub_env}
+
+
+def read_log(path: Path) -> list[list[str]]:
+    """The stand-ins' log: each call's tool and argv."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# What a storage phase prints when the file system is not the spec's (profiles/eks.md.j2).
+PRINTED_FILE_SYSTEM = re.compile(r"^storage\.efs\.fileSystemId: (fs-[0-9a-f]+)$", re.M)
 
 
 def run_blocks(golden: str, tmp_path: Path, **stub_env: str) -> list[list[str]]:
     """Run every block of the golden's RUNBOOK.md in order, each in a new
     `bash -euo pipefail` (as a person pastes it), with the stand-ins on PATH; their log.
 
-    The stand-ins answer with the spec's own values (KMS key, file system, kube-aws release);
-    a file system the spec does not name is one the runbook's stack made."""
-    spec = spec_of(golden)
-    tree = tmp_path / "tree"
-    shutil.copytree(spec.parent / "out", tree / "out")
-    shutil.copy(spec, tree / "spec.yaml")
-    stubs = install_stubs(tmp_path / "stubs")
-    (stubs / "paddlegen").symlink_to(Path(sys.executable).parent / "paddlegen")
-    data = tmp_path / "data"
-    (data / "0" / "data").mkdir(parents=True)
-    values = spec_values(golden)
-    cluster = values.get("cluster", {})
-    efs = values.get("storage", {}).get("efs", {})
-    env = {"HOME": str(tmp_path / "home"), "PATH": f"{stubs}:/usr/bin:/bin",
-           "STUB_LOG": str(tmp_path / "log"), "IAM_USER": "alice", "ADMIN_PROFILE": "admin",
-           "SPEC": str(tree / "spec.yaml"),
-           "DATA_DIR": str(data), "LC_ALL": "C.UTF-8",
-           "STUB_KMS_ARN": cluster.get("kmsKeyArn", ""),
-           "STUB_EFS_DNS": efs.get("dnsName", "fs-0a1b2c3d.efs.us-west-2.amazonaws.com"),
-           "STUB_KUBE_AWS": cluster.get("kubeAwsVersion", "v0.9.1"),
-           "STUB_FILE_SYSTEM": efs.get("fileSystemId", "fs-0fedcba9876543210"),
-           "STUB_FILE_SYSTEM_OWNER": "" if "fileSystemId" in efs else f"{cluster.get('name')}-efs",
-           "CODE_DIR": str(tmp_path), **stub_env}
-    (tmp_path / "home").mkdir()
-    runbook = (tree / "out" / "RUNBOOK.md").read_text()
-    for number, block in enumerate(sh_blocks(runbook), start=1):
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tree / "out",
-                                env=env, capture_output=True, text=True, timeout=60,
-                                check=False)
-        assert result.returncode == 0, f"block {number} failed:\n{block}\n{result.stderr}"
-        assert "unbound variable" not in result.stderr
+    The tree is built afresh from the golden's spec. The stand-ins start from what exists
+    before (seed_state) and answer with the spec's own values (KMS key, file system, kube-aws
+    release)."""
+    out = fresh_tree(golden, tmp_path / "tree")
+    log = run_tree_blocks(out, spec_values(golden), tmp_path, **stub_env)
+    cluster = spec_values(golden).get("cluster", {})
     assert_aws_profiles(tmp_path / "log.profiles", cluster.get("name"))
-    log = tmp_path / "log"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return log
+
+
+def run_tree_blocks(out: Path, values: dict[str, Any], tmp_path: Path,
+                    **stub_env: str) -> list[list[str]]:
+    """Every block of the tree's RUNBOOK.md in order (`values`: its spec as written, beside it
+    as out/../spec.yaml), as run_blocks runs a golden's; the stand-ins' log. Where a block
+    prints the file system the runbook's stack made, it goes into the spec, the tree is rebuilt,
+    and the rebuilt runbook goes on from that block, as the runbook says to."""
+    spec = out.parent / "spec.yaml"
+    env = stand_in_env(values, tmp_path, spec, **stub_env)
+    number, rebuilds = 0, 0
+    while number < len(blocks := sh_blocks((out / "RUNBOOK.md").read_text())):
+        block = blocks[number]
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=out, env=env,
+                                capture_output=True, text=True, timeout=60, check=False)
+        printed = PRINTED_FILE_SYSTEM.search(result.stderr)
+        if result.returncode != 0 and printed and not rebuilds:
+            rebuilds += 1
+            put_file_system(spec, printed[1])
+            rebuilt(spec)
+            continue
+        assert result.returncode == 0, f"block {number + 1} failed:\n{block}\n{result.stderr}"
+        assert "unbound variable" not in result.stderr
+        number += 1
+    return read_log(tmp_path / "log")
 
 
 def assert_aws_profiles(profiles: Path, cluster: str | None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import string
 from typing import Any
 
 from hypothesis import assume
@@ -73,7 +72,8 @@ def kube_aws_specs(draw: st.DrawFn, version: str | None = None) -> dict[str, Any
             "name": draw(st.from_regex(rf"\A[A-Za-z][A-Za-z0-9-]{{0,{longest_name - 1}}}\Z")),
             "region": region,
             "availabilityZone": region + draw(st.sampled_from("abc")), "accountId": account,
-            "keyName": draw(st.text(string.ascii_letters + "-_ .", min_size=1, max_size=30)),
+            # EC2's: no space first or last; a '-' first, as an option of the AWS CLI would be
+            "keyName": draw(st.from_regex(r"\A[A-Za-z_.-]([A-Za-z_. -]{0,28}[A-Za-z_.-])?\Z")),
             "kmsKeyArn": f"arn:aws:kms:{region}:{account}:key/{draw(st.uuids())}",
             "externalDNSName": draw(labels),
             "workerCount": training["nodes"] + draw(st.integers(0, 5)),

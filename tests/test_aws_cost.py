@@ -23,7 +23,7 @@ ROW = re.compile(r"^\| (\d+) x (\S+)(?: \([a-z]+\))?, on demand \| \$([\d.]+)(?:
 
 def before_you_start(golden: str) -> str:
     runbook = (GOLDEN / golden / "out" / "RUNBOOK.md").read_text()
-    return runbook[runbook.index("## Before you start"):runbook.index("## 0. Tools")]
+    return runbook[runbook.index("## Before you start"):runbook.index("\n## 0. ")]
 
 
 def test_every_aws_profile_has_a_golden_with_a_cost_section() -> None:

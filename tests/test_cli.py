@@ -133,14 +133,15 @@ def test_foreign_files_survive_and_stale_owned_files_go(
     (out / "k8s").mkdir(parents=True)
     (out / "notes.txt").write_text("mine")
     (out / "k8s" / "extra.yaml").write_text("mine too")
-    assert run_cli("build", kube_aws_spec, "-o", out).returncode == 0
+    spec = edited(kube_aws_spec, tmp_path, "", "")
+    assert run_cli("build", spec, "-o", out).returncode == 0
     renamed = edited(kube_aws_spec, tmp_path, "name: paddle-cluster-job", "name: other-job")
     result = run_cli("build", renamed, "-o", out)
     assert result.returncode == 0, result.stderr
     assert (out / "notes.txt").read_text() == "mine"
     assert (out / "k8s" / "extra.yaml").read_text() == "mine too"
-    assert not (out / "k8s" / "04-job-paddle-cluster-job.yaml").exists()
-    assert (out / "k8s" / "04-job-other-job.yaml").exists()
+    assert not (out / "k8s" / "90-job-paddle-cluster-job.yaml").exists()
+    assert (out / "k8s" / "90-job-other-job.yaml").exists()
     assert "removed stale" in result.stderr
 
 
@@ -253,14 +254,16 @@ main()
 def test_check_prints_the_same_bytes_in_spec_order_whatever_the_workers(
         kube_aws_spec: Path, tmp_path: Path) -> None:
     # trees of two profiles, one built for a release its manifest records, clean and drifted,
-    # an invalid spec, a manifest recording a release no build writes, a YAML file beside an
-    # out/ that is no spec, and a file that cannot be read: enough for five workers
+    # one of another name, an invalid spec, a manifest recording a release no build writes, a
+    # spec that cannot be read, an empty manifest and a YAML file that is no spec: enough for
+    # five workers
     eks, kube_aws = (GOLDEN / "eks" / "spec.yaml").read_text(), kube_aws_spec.read_text()
     templates = tmp_path / "templates"
     for name, text, release in (("kube-aws", kube_aws, None), ("eks", eks, "1.33")):
         (templates / name).mkdir(parents=True)
         (templates / name / "spec.yaml").write_text(text)
-        write_tree(templates / name / "out", build(text.encode(), "spec.yaml", release).artifacts)
+        write_tree(templates / name / "out", build(text.encode(), "spec.yaml", release,
+                                                   spec_record="../spec.yaml").artifacts)
     root = tmp_path / "trees"
     teams = [root / f"team{index:02d}" for index in range(44)]
     for index, team in enumerate(teams):
@@ -272,7 +275,12 @@ def test_check_prints_the_same_bytes_in_spec_order_whatever_the_workers(
     manifest = teams[25] / "out" / ".paddlegen-manifest"
     manifest.write_text(manifest.read_text().replace("\n", "\n# kube-version: 1.x\n", 1))
     (teams[33] / "notes.yaml").write_text("kind: Notes\n")
-    os.mkfifo(teams[40] / "extra.yaml")
+    (teams[40] / "spec.yaml").unlink()
+    os.mkfifo(teams[40] / "spec.yaml")
+    (teams[41] / "notes").mkdir()
+    (teams[41] / "notes" / ".paddlegen-manifest").touch()
+    (teams[42] / "out").rename(teams[42] / "deploy")  # by hand: its record leads to ../spec.yaml
+    (teams[42] / "deploy" / "RUNBOOK.md").write_text("edited by hand\n")
 
     outputs = set()
     for cpus in (1, 2, 5):
@@ -286,18 +294,22 @@ def test_check_prints_the_same_bytes_in_spec_order_whatever_the_workers(
         outputs.add((result.returncode, result.stdout))
     assert len(outputs) == 1, "the output depends on the workers"
     [(code, output)] = outputs
-    lines = output.decode().splitlines()
+    text = output.decode()
     assert code == 2  # an invalid spec outweighs drift
-    assert lines[0] == "team40/extra.yaml:1:1: not a regular file [io]"  # unreadable: first
-    named = [int(team) for line in lines[1:] for team in re.findall(r"\bteam(\d\d)/", line)]
-    assert named == sorted(named)  # spec order
-    assert {7, 12, 20, 25, 31} <= set(named)
-    assert re.findall(r"^paddlegen: team(\d\d)/out is not what", output.decode(), re.M) == [
-        "07", "12", "31"]
-    assert sorted({line[4:10] for line in lines if line.startswith("--- team")}) == [
-        "team07", "team12", "team31"]  # a diff for each drifted tree
-    assert re.findall(r"^(team\d\d)/spec.yaml:\d+:\d+: training.nodes", output.decode(),
-                      re.M) == ["team20"]
-    assert "team25/out/.paddlegen-manifest records kube-version '1.x'" in output.decode()
-    assert "notes.yaml" not in output.decode()
-    assert "Traceback" not in output.decode()
+    named = [int(team) for line in text.splitlines()
+             for team in re.findall(r"\bteam(\d\d)/", line)]
+    assert named == sorted(named)  # tree order
+    expected = {7, 12, 20, 25, 31, 40, 41, 42}
+    assert expected <= set(named)
+    assert set(named) - expected <= set(range(0, 44, 6))  # the eks trees' warnings
+    assert re.findall(r"^paddlegen: team(\d\d)/\w+ is not what", text, re.M) == [
+        "07", "12", "31", "42"]
+    assert sorted({line[4:10] for line in text.splitlines() if line.startswith("--- team")}) == [
+        "team07", "team12", "team31", "team42"]  # a diff for each drifted tree
+    assert re.findall(r"^(team\d\d)/spec.yaml:\d+:\d+: training.nodes", text, re.M) == ["team20"]
+    assert "team25/out/.paddlegen-manifest records kube-version '1.x'" in text
+    assert ("paddlegen: team40/out records its spec team40/spec.yaml, which is not a regular "
+            "file") in text
+    assert "paddlegen: team41/notes/.paddlegen-manifest is not a manifest paddlegen wrote" in text
+    assert "notes.yaml" not in text
+    assert "Traceback" not in text

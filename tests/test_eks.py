@@ -76,8 +76,8 @@ def test_the_design_spec_builds_for_eks_1_33() -> None:
     result = build(DESIGN_SPEC.encode(), "spec.yaml")
     assert result.plan.meta.target.kube.version == "1.33"
     assert [m.path for m in result.manifests][:3] == [
-        "k8s/01-namespace-ml.yaml", "k8s/02-persistentvolume-ml-ctr-data.yaml",
-        "k8s/03-persistentvolumeclaim-ctr-data.yaml"]
+        "k8s/00-namespace-ml.yaml", "k8s/20-persistentvolume-ml-ctr-data.yaml",
+        "k8s/21-persistentvolumeclaim-ctr-data.yaml"]
     [job] = [m.obj for m in result.manifests if m.obj["metadata"]["name"] == "ctr-eks"
              and m.obj["kind"] == "Job"]
     assert job["spec"]["completionMode"] == "Indexed"

@@ -136,7 +136,7 @@ def test_a_p4d_pod_with_efa_gets_all_eight_gpus_four_adapters_and_its_node() -> 
 
 
 def test_the_golden_efa_tree_is_the_p4d_one() -> None:
-    job = YAML_SAFE.load((GOLDEN / "eks-paddle-efa" / "out" / "k8s" / "07-job-linear.yaml")
+    job = YAML_SAFE.load((GOLDEN / "eks-paddle-efa" / "out" / "k8s" / "90-job-linear.yaml")
                          .read_text())
     [container] = job["spec"]["template"]["spec"]["containers"]
     millicores, mib = room("p4d.24xlarge", efa=True)
@@ -187,7 +187,7 @@ def test_paddle_v1_on_eks_keeps_the_tutorials_resources() -> None:
 
 
 def test_the_kubernetes_profiles_cpu_trainers_get_shared_memory_by_their_limit() -> None:
-    job = YAML_SAFE.load((GOLDEN / "kubernetes" / "out" / "k8s" / "05-job-linear.yaml")
+    job = YAML_SAFE.load((GOLDEN / "kubernetes" / "out" / "k8s" / "90-job-linear.yaml")
                          .read_text())
     pod = job["spec"]["template"]["spec"]
     [container] = pod["containers"]

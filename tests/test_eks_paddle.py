@@ -300,7 +300,7 @@ def test_no_warning_stands_next_to_an_error_about_the_same_field() -> None:
 
 def test_the_runbook_says_what_the_cluster_costs_and_what_it_needs_first() -> None:
     runbook = (INDEXED / "out" / "RUNBOOK.md").read_text()
-    before = runbook[runbook.index("## Before you start"):runbook.index("## 0. Tools")]
+    before = runbook[runbook.index("## Before you start"):runbook.index("\n## 0. ")]
     # 2 g5.xlarge at $1.006 an hour (the table has us-east-1's alone for g5), the control
     # plane's $0.10 and the NAT gateway's $0.045 (us-east-2's alone)
     assert "| 2 x g5.xlarge, on demand | $2.012 (us-east-1's price) |" in before

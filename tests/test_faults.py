@@ -20,6 +20,7 @@ import pytest
 
 from paddlegen.compiler import writer
 from paddlegen.compiler.build import build
+from paddlegen.compiler.ownership import spec_record
 
 from conftest import GOLDEN, PADDLEGEN, children_of, run_cli, run_cli_process
 
@@ -44,9 +45,11 @@ def snapshot(directory: Path) -> dict[str, object]:
     return found
 
 
-def expected_tree(spec: Path) -> dict[str, object]:
+def expected_tree(spec: Path, out: Path | None = None) -> dict[str, object]:
+    """The tree spec builds (into out: its manifest records the way there; else none)."""
+    record = None if out is None else spec_record(spec, out)
     files: dict[str, object] = {a.path: a.text.encode() for a in
-                                build(spec.read_bytes(), "spec.yaml").artifacts}
+                                build(spec.read_bytes(), "spec.yaml", spec_record=record).artifacts}
     for path in list(files):
         for parent in Path(path).parents[:-1]:
             files[parent.as_posix()] = "dir"
@@ -56,15 +59,17 @@ def expected_tree(spec: Path) -> dict[str, object]:
 # 1. Nothing outside out/ is touched.
 
 def test_a_symlinked_directory_stops_the_build_before_anything_moves(tmp_path: Path) -> None:
-    out, victim = tmp_path / "out", tmp_path / "victim"
-    assert run_cli("build", KUBE_AWS, "-o", out).returncode == 0
+    out, victim, spec = tmp_path / "out", tmp_path / "victim", tmp_path / "spec.yaml"
+    shutil.copy(KUBE_AWS, spec)
+    assert run_cli("build", spec, "-o", out).returncode == 0
     shutil.rmtree(out / "aws")
     victim.mkdir()
     (victim / "cluster.yaml").write_text("precious")
     (victim / "iam-policy.json").write_text("precious too")
     (out / "aws").symlink_to(victim)
     before = snapshot(out)
-    result = run_cli("build", LOCAL, "-o", out)  # its profile writes no aws/: stale files there
+    shutil.copy(LOCAL, spec)  # the same spec, of a profile that writes no aws/: stale files
+    result = run_cli("build", spec, "-o", out)
     assert result.returncode == 2
     assert "aws is a symlink" in result.stderr and "Traceback" not in result.stderr
     assert snapshot(victim) == {"cluster.yaml": b"precious", "iam-policy.json": b"precious too"}
@@ -97,7 +102,8 @@ def test_check_names_a_symlink_in_k8s_and_never_shows_what_it_points_at(tmp_path
     result = run_cli_process("check", cwd=tmp_path,
                              env={"PADDLEGEN_TEST_SECRET": "hunter2-secret"})
     assert result.returncode == 1
-    assert "job/out/k8s/zz.yaml: a symlink, not written by paddlegen\n" in result.stdout
+    assert ("job/out/k8s/zz.yaml: a symlink, not written by paddlegen; move it out of k8s/ or "
+            "remove it: rm -- ") in result.stdout
     assert "hunter2-secret" not in result.stdout + result.stderr
 
 
@@ -115,7 +121,8 @@ def test_a_symlinked_out_beside_a_spec_is_an_error_not_a_diff(tmp_path: Path) ->
     out = job_with_tree(tmp_path)
     shutil.rmtree(out)
     out.symlink_to("/etc")
-    result = run_cli("check", cwd=tmp_path)
+    # named (with no SPEC, check looks for trees without following a link: none is there)
+    result = run_cli("check", "job/spec.yaml", cwd=tmp_path)
     assert result.returncode == 2 and "is a symlink" in result.stderr
     assert result.stdout == ""
 
@@ -134,19 +141,28 @@ def test_the_diff_is_bounded(tmp_path: Path) -> None:
 
 @pytest.mark.conformance
 def test_concurrent_builds_of_two_specs_leave_one_whole_tree(tmp_path: Path) -> None:
+    # specs on standard input: their trees record no spec, so that each may replace the other
+    # (a tree that records a spec is refused to another's build)
     trees = {spec: expected_tree(spec) for spec in (KUBE_AWS, LOCAL)}
     out = tmp_path / "out"
     delays = random.Random(20).choices([i / 1000 for i in range(0, 151, 10)], k=20)
     for delay in delays:
-        first = subprocess.Popen([*PADDLEGEN, "build", KUBE_AWS,
-                                  "-o", out], stderr=subprocess.PIPE, text=True)
+        first = subprocess.Popen([*PADDLEGEN, "build", "-", "-o", out], stdin=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+        assert first.stdin is not None
+        first.stdin.write(KUBE_AWS.read_bytes())
+        first.stdin.close()
         time.sleep(delay)
-        second = run_cli_process("build", LOCAL, "-o", out)  # two processes racing
-        _, first_err = first.communicate(timeout=120)
+        second = run_cli_process("build", "-", "-o", out,  # two processes racing
+                                 stdin=LOCAL.read_bytes())
+        first.wait(timeout=120)
+        assert first.stderr is not None
+        first_err = first.stderr.read().decode()
+        first.stderr.close()
         assert (first.returncode, second.returncode) == (0, 0), first_err + second.stderr
         [spec] = [spec for spec, tree in trees.items() if snapshot(out) == tree]
         assert writer.drift(out, build(spec.read_bytes(), "spec.yaml").artifacts) == ""
-    assert run_cli("build", "--check", spec, "-o", out).returncode == 0
+    assert run_cli("build", "--check", "-", "-o", out, stdin=spec.read_bytes()).returncode == 0
 
 
 def test_a_second_writer_waits_and_then_gives_up_with_a_clear_error(
@@ -352,11 +368,13 @@ def shared_tmp() -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("make", ["dangling", "looping", "fifo", "unreadable", "directory"])
-def test_check_discovery_refuses_what_is_not_a_readable_file(shared_tmp: Path, make: str) -> None:
+def test_check_refuses_a_recorded_spec_that_is_not_a_readable_file(shared_tmp: Path,
+                                                                   make: str) -> None:
     out = job_with_tree(shared_tmp)
     for path in [shared_tmp, *shared_tmp.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    odd = out.parent / "odd.yaml"
+    odd = out.parent / "spec.yaml"  # the spec the tree records
+    odd.unlink()
     if make == "dangling":
         odd.symlink_to(shared_tmp / "nowhere.yaml")
     elif make == "looping":
@@ -370,12 +388,10 @@ def test_check_discovery_refuses_what_is_not_a_readable_file(shared_tmp: Path, m
         odd.mkdir()
     result = unprivileged(["check"], shared_tmp)  # a FIFO must not block it
     no_traceback(result)
-    if make == "directory":  # a directory named *.yaml is no file to check
-        assert result.returncode == 0, result.stderr
-        return
     assert result.returncode == 2
-    assert result.stderr.startswith("job/odd.yaml:1:1: "), result.stderr
-    assert result.stderr.rstrip().endswith("[io]")
+    [line] = result.stderr.splitlines()
+    assert line.startswith("paddlegen: job/out records its spec job/spec.yaml, which "), line
+    assert result.stdout == ""
 
 
 @pytest.mark.parametrize("where", ["subdirectory", "out", "k8s"])
@@ -409,7 +425,7 @@ def test_leftover_staging_is_drift_and_the_next_build_removes_it(tmp_path: Path)
     assert check.returncode == 1
     assert ".paddlegen-staging-abc12345: staging left by an interrupted build" in check.stdout
     assert run_cli("build", LOCAL, "-o", out).returncode == 0
-    assert snapshot(out) == expected_tree(LOCAL)
+    assert snapshot(out) == expected_tree(LOCAL, out)
 
 
 def test_a_damaged_journal_stops_the_build(tmp_path: Path) -> None:

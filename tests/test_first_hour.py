@@ -16,13 +16,8 @@ from typer.testing import CliRunner, Result
 from paddlegen.compiler import cli
 from paddlegen.compiler.artifact import MANIFEST
 from paddlegen.compiler.build import build, manifest_text
-from paddlegen.compiler.cli import (
-    app,
-    build_command,
-    discover_specs,
-    in_output_tree,
-    is_spec,
-)
+from paddlegen.compiler.cli import app, build_command, is_spec
+from paddlegen.compiler.ownership import discover_trees
 from paddlegen.compiler.writer import (
     Changes,
     RecordedOptionError,
@@ -125,52 +120,37 @@ def built(spec: Path, out: Path, kube_version: str | None = None) -> None:
     write_tree(out, build(spec.read_bytes(), "spec.yaml", kube_version).artifacts)
 
 
-def test_check_finds_no_spec_in_an_output_tree(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_finds_trees_by_their_manifests_not_specs_by_an_out_beside_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     team = tmp_path / "team"
     team.mkdir()
     shutil.copy(EKS, team / "spec.yaml")
     built(EKS, team / "out")
-    # specs with an out/ beside them, but inside trees a manifest owns: never looked at
+    # specs with an out/ beside them that no manifest marks: not trees, never looked at
     for inside in (team / "out" / "aws", tmp_path / "archive" / "old"):
         inside.mkdir(parents=True, exist_ok=True)
         (inside / "spec.yaml").write_text("apiVersion: paddlegen/v1\nkind: TrainingJob\n")
         (inside / "out").mkdir()
-    (tmp_path / "archive" / MANIFEST).write_text("")
-    found, problems = discover_specs(tmp_path)
-    assert found == [team / "spec.yaml"] and problems == []
+    found, problems = discover_trees(tmp_path)
+    assert found == [team / "out"] and problems == []
     monkeypatch.chdir(tmp_path)
     result = run("check")
     assert result.exit_code == 0, result.stderr
     assert result.stderr == "paddlegen: 1 tree up to date with its spec\n"
 
 
-def test_validate_for_hooks_skips_every_file_of_an_output_tree(
+def test_validate_for_hooks_skips_the_files_of_a_tree_but_never_a_spec(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     built(EKS, tmp_path / "out")
-    copy = tmp_path / "out" / "k8s" / "spec-copy.yaml"  # a spec, broken, where no spec belongs
-    copy.write_text("apiVersion: paddlegen/v1\nkind: TrainingJob\nprofile: nope\n")
     monkeypatch.chdir(tmp_path)
     owned = sorted(str(path.relative_to(tmp_path)) for path in (tmp_path / "out").rglob("*.yaml"))
     skipped = run("validate", "--only-specs", *owned)
     assert skipped.exit_code == 0, skipped.stderr
     assert skipped.stderr == "paddlegen: 0 specs valid (no paddlegen spec among the files)\n"
-    assert run("validate", "out/k8s/spec-copy.yaml").exit_code == 2  # named: validated
-
-
-def test_a_tree_is_owned_from_its_manifest_down_and_no_further_up_than_the_path(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "a" / "out" / "k8s").mkdir(parents=True)
-    (tmp_path / "a" / "out" / MANIFEST).write_text("")
-    owners: dict[Path, bool] = {}
-    assert in_output_tree(tmp_path / "a" / "out" / "k8s" / "x.yaml", owners)
-    assert in_output_tree(tmp_path / "a" / "out" / "x.yaml", owners)
-    assert not in_output_tree(tmp_path / "a" / "spec.yaml", owners)
-    monkeypatch.chdir(tmp_path / "a" / "out")
-    assert in_output_tree(Path("k8s/x.yaml"), {})  # the current directory is the tree
-    monkeypatch.chdir(tmp_path / "a")
-    assert not in_output_tree(Path("../a/spec.yaml"), {})  # not looked for above the path
-    assert not in_output_tree(Path("-"), {})
+    copy = tmp_path / "out" / "k8s" / "spec-copy.yaml"  # a spec, broken, where no spec belongs
+    copy.write_text("apiVersion: paddlegen/v1\nkind: TrainingJob\nprofile: nope\n")
+    hooked = run("validate", "--only-specs", "--", *owned, "out/k8s/spec-copy.yaml")
+    assert hooked.exit_code == 2 and "out/k8s/spec-copy.yaml:3:10: profile: " in hooked.stderr
 
 
 # --- build options remembered ----------------------------------------------------------------
@@ -181,8 +161,9 @@ def test_a_kube_version_given_to_build_is_what_check_compares_with(
     monkeypatch.chdir(tmp_path)
     assert run("build", "--kube-version", "1.33", "spec.yaml", "-o", "out/").exit_code == 0
     lines = Path("out", MANIFEST).read_text().splitlines()
-    assert lines[:3] == ["# Files paddlegen wrote here and may replace or remove; it touches "
-                         "no other file.", "# kube-version: 1.33", ".paddlegen-manifest"]
+    assert lines[:4] == ["# Files paddlegen wrote here and may replace or remove; it touches "
+                         "no other file.", "# spec: ../spec.yaml", "# kube-version: 1.33",
+                         ".paddlegen-manifest"]
     assert recorded_kube_version(Path("out")) == "1.33"
     assert "version: '1.33'" in Path("out", "aws", "eksctl-cluster.yaml").read_text()
 

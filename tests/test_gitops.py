@@ -18,17 +18,18 @@ from conftest import GOLDEN_SPECS, run_cli, run_cli_process, tree
 
 def test_same_bytes_whatever_hash_seed_time_zone_locale_or_directory(
         kube_aws_spec: Path, tmp_path: Path) -> None:
-    first, second = tmp_path / "a", tmp_path / "b"
-    (tmp_path / "elsewhere").mkdir()
-    spec_copy = tmp_path / "elsewhere" / "spec.yaml"
-    shutil.copy(kube_aws_spec, spec_copy)
+    # the same spec in two places, each built into the out/ beside it (so that the manifests
+    # record the same way to it), by absolute path and relative to the current directory
+    first, second = tmp_path / "a" / "out", tmp_path / "b" / "out"
+    for copy in (first.parent, second.parent):
+        copy.mkdir()
+        shutil.copy(kube_aws_spec, copy / "spec.yaml")
     # processes (the hash seed, time zone and locale are read as one starts), side by side
     with ThreadPoolExecutor() as pool:
         builds = [
-            pool.submit(run_cli_process, "build", kube_aws_spec, "-o", first,
+            pool.submit(run_cli_process, "build", first.parent / "spec.yaml", "-o", first,
                         env={"PYTHONHASHSEED": "1", "TZ": "UTC", "LC_ALL": "C"}),
-            pool.submit(run_cli_process, "build", "spec.yaml", "-o", second,
-                        cwd=spec_copy.parent,
+            pool.submit(run_cli_process, "build", "spec.yaml", cwd=second.parent,
                         env={"PYTHONHASHSEED": "4242", "TZ": "Asia/Tokyo", "LC_ALL": "C.UTF-8"})]
         outputs = [pool.submit(run_cli_process, "build", kube_aws_spec, "-o", "-",
                                env={"PYTHONHASHSEED": seed}) for seed in ("0", "7")]
@@ -136,9 +137,15 @@ def test_check_counts_foreign_files_in_k8s_as_drift(kube_aws_spec: Path, tmp_pat
     (out / "k8s" / "99-extra.yaml").write_text("kind: Secret\n")
     result = run_cli("build", "--check", kube_aws_spec, "-o", out)
     assert result.returncode == 1
-    # named, never shown: paddlegen prints no file it did not write
-    assert f"{out}/k8s/99-extra.yaml: not written by paddlegen\n" in result.stdout
+    # named, never shown: paddlegen prints no file it did not write; with the advice that
+    # removes it (a build leaves it where it is: advising one would go round in a loop)
+    assert (f"{out}/k8s/99-extra.yaml: not written by paddlegen, and `kubectl apply -f k8s/` "
+            f"would apply it; move it out of k8s/ or remove it: rm -- {out}/k8s/99-extra.yaml\n"
+            ) in result.stdout
     assert "Secret" not in result.stdout
+    assert result.stderr == (f"paddlegen: {out} holds files paddlegen did not write (above); "
+                             "move them out or remove them\n")
+    assert "up to date" in run_cli("build", kube_aws_spec, "-o", out).stderr
 
 
 def test_validate_reports_every_file_and_json_gives_data(kube_aws_spec: Path,

@@ -156,7 +156,7 @@ def test_a_manifest_cannot_make_a_build_delete_outside(tmp_path: Path) -> None:
     with open(out / MANIFEST, "a") as manifest:
         manifest.write("aws/cluster.yaml\naws/RUNBOOK.md\n../home/cluster.yaml\n")
     before = snapshot(victim)
-    result = run_cli("build", LOCAL, "-o", out)
+    result = run_cli("build", KUBE_AWS, "-o", out)  # its own spec: another's is refused first
     clean(result)
     assert result.returncode == 2 and "aws is a symlink" in result.stderr
     assert snapshot(victim) == before

@@ -127,13 +127,13 @@ def test_the_checker_rejects_a_comment_after_from_and_the_cpu_base_of_a_gpu_run(
 
 def test_a_gpu_image_is_checked_before_the_cluster_and_on_a_node_after_it() -> None:
     runbook = runbook_of(variant("gpu"))
-    image = runbook.index("The training image, before any node is paid for")
+    image = runbook.index("`image`: the training image, before any node is paid for")
     cluster = runbook.index("eksctl create cluster")
     cuda = "docker run --rm 123456789012.dkr.ecr.us-west-2.amazonaws.com/paddle-linear:1.0 " \
            "python -c 'import paddle; assert paddle.is_compiled_with_cuda()'"
     assert image < runbook.index(cuda) < runbook.index("docker push") < cluster
     node = runbook.index("kubectl --namespace=default get pod linear-cuda-check -o jsonpath")
-    assert cluster < node < runbook.index("## 4. The file system")
+    assert cluster < node < runbook.index("`storage`: the file system")
     assert "nvidia.com/gpu: '1'" in runbook[cluster:node]
     assert "paddle.device.cuda.device_count()" in runbook[cluster:node]
     # bounded, ended at once by a failed check, and the pod goes whether it passed or not

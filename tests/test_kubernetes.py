@@ -44,7 +44,7 @@ def runbook(text: str) -> str:
 def test_the_tree_is_the_training_alone_on_a_claim_of_the_clusters_class() -> None:
     produced = build(SPEC.encode(), "spec.yaml")
     assert sorted({a.path.split("/")[0] for a in produced.artifacts}) == [
-        ".paddlegen-manifest", "RUNBOOK.md", "k8s", "kustomization.yaml"]  # no aws/
+        ".paddlegen-manifest", "RUNBOOK.md", "k8s", "kustomization.yaml", "run.sh"]  # no aws/
     assert not (GOLDEN / "kubernetes" / "out" / "aws").exists()
     objects: dict[str, Any] = {m.obj["kind"]: m.obj for m in produced.manifests}
     # no Namespace: the cluster's namespace is there already, and teardown must not delete it
@@ -102,7 +102,7 @@ def test_every_launcher_and_framework_the_release_serves() -> None:
                   "  args: [--out, /mnt/shared/linear/output]\n", ""),
                  ("  gpusPerNode: 0\n", ""))
     assert kinds(v1)[-2:] == ["Job", "Job"]  # the tutorial's data Job, then the trainers
-    assert "The models, off the shared volume" in runbook(v1)
+    assert "`output`: the models, off the shared volume" in runbook(v1)
     old = variant(('kubeVersion: "1.37"', 'kubeVersion: "1.23"'))
     assert any(line.endswith("[launcher]") for line in problems(old))  # no Indexed Jobs
 
@@ -113,7 +113,9 @@ def test_the_runbook_uses_kubectl_and_no_cloud() -> None:
     shell = re.sub(r"<<'EOF'\n.*?\nEOF\n", "\n", blocks, flags=re.S)  # a pod's YAML
     first_words = {line.split()[0] for line in shell.splitlines()
                    if line.strip() and not line.startswith(" ")}
-    assert first_words == {'OUT="$PWD"', "kubectl", "until", "do", "done", "if", "else", "fi",
-                           "ended()", "}", "tar"}  # ended(): the run's end, in kubectl's words
+    # a phase's subshell, its waits, and ended(): the run's end, in kubectl's words
+    assert first_words == {"#", "(", "set", "export", ")", "kubectl", "POD=$(kubectl",
+                           "POD=${POD%%", "deadline=$((SECONDS", "until", "done", "echo", "if",
+                           "elif", "else", "fi", "ended()", "}", "tar"}
     assert not re.search(r"\b(aws|eksctl|gcloud|az)\b", text)
-    assert "kubectl apply" not in text  # the indexed launcher needs no operator
+    assert "kubectl apply --server-side" not in text  # the indexed launcher needs no operator

@@ -147,4 +147,8 @@ def test_parliament_finds_nothing_in_the_iam_policy(policy: Path) -> None:
     from parliament import analyze_policy_string
 
     findings = analyze_policy_string(policy.read_text()).findings
-    assert [(f.issue, f.detail) for f in findings] == []
+    # parliament's database of actions predates billing:GetBillingViewData, which the schema of
+    # AWS::Budgets::Budget lists among its handlers' permissions (cfn-lint's copy of it)
+    newer = ("UNKNOWN_ACTION", "Unknown action billing:GetBillingViewData")
+    known = [(f.issue, f.detail) for f in findings if (f.issue, f.detail) != newer]
+    assert known == []

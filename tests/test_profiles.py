@@ -110,7 +110,7 @@ def test_runbook_quotes_values_for_the_shell(tmp_path: Path) -> None:
 
     [runbook] = [a.text for a in build(spec.read_bytes(), "spec.yaml").artifacts
                  if a.path == "RUNBOOK.md"]
-    assert "--key-name 'k $(touch pwned) x'" in runbook
+    assert "--key-name='k $(touch pwned) x'" in runbook
     for block in sh_blocks(runbook):
         assert subprocess.run(["bash", "-n"], input=block, text=True,
                               check=False).returncode == 0
@@ -123,12 +123,13 @@ def test_kube_aws_runbook_steps_are_in_the_order_that_works() -> None:
              "describe-stacks --stack-name paddle-cluster-efs", "paddlegen build --check",
              "put-group-policy", "kube-aws init", "render credentials --generate-ca",
              "render stack", "kube-aws up --s3-uri s3://paddle-kube-aws-assets/paddle-cluster",
-             "--parameter-overrides VpcId=\"$VPC_ID\"", 'create -f "$OUT/k8s/01-persistentvolume',
-             "@.status==", 'create -f "$OUT/k8s/04-job-paddle-cluster-job.yaml"',
-             "train.log", "server.log", "tar czf -", "^output/pass-", 'delete -f "$OUT/k8s/"',
+             "--parameter-overrides VpcId=\"$VPC_ID\"", 'create -f "$OUT/k8s/20-persistentvolume',
+             "@.status==", 'create -f "$OUT/k8s/90-job-paddle-cluster-job.yaml"',
+             "train.log", "server.log", "tar czf -", "^output/pass-",
+             'delete --ignore-not-found -f "$OUT/k8s/"',
              "LoadBalancer", "delete-stack --stack-name paddle-cluster-efs", "kube-aws destroy",
              "wait stack-delete-complete --stack-name paddle-cluster\n",
-             "aws s3 rm s3://paddle-kube-aws-assets/paddle-cluster", "schedule-key-deletion",
+             'aws s3 rm s3://paddle-kube-aws-assets/"$key"', "schedule-key-deletion",
              "delete-key-pair", "delete-group-policy", "detach-group-policy", "delete-group "]
     positions = [runbook.index(step) for step in steps]
     assert positions == sorted(positions)

@@ -322,7 +322,7 @@ def test_a_jobset_trains_to_the_end(uninterrupted: Uninterrupted, nodes: int) ->
     assert leftover_processes(done.results) == []
     # the runbook's wait sees the Completed condition and goes on
     waited = run_runbook_wait(runbook_wait(built("jobset", nodes, 0).runbook,
-                                           "05-jobset-linear.yaml"), done.workdir)
+                                           "90-jobset-linear.yaml"), done.workdir)
     assert waited.returncode == 0, waited.stderr
     assert waited.stdout.endswith("the run is done\n")
 
@@ -368,7 +368,7 @@ def test_more_crashes_than_restarts_fail_the_jobset_and_the_runbooks_wait(
     assert done.ranks == []  # no rank got to the end
     assert all(r.phase == "Failed" for r in done.results), logs
     assert_attempts_apart(done.results)  # and nothing of either attempt left running
-    waited = run_runbook_wait(runbook_wait(job.runbook, "05-jobset-linear.yaml"), tmp_path)
+    waited = run_runbook_wait(runbook_wait(job.runbook, "90-jobset-linear.yaml"), tmp_path)
     assert waited.returncode != 0, (waited.stdout, waited.stderr)
     assert "jobset linear failed" in waited.stderr
     assert "ReachedMaxRestarts" in waited.stderr

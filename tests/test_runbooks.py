@@ -1,8 +1,10 @@
 """Every block of every golden runbook, run as a person pastes it: each in a fresh
 `bash -euo pipefail` (so nothing survives from an earlier block but what AWS and $ASSETS keep),
-with stand-ins for aws, kubectl, kube-aws, ssh, dig and curl that log what they are asked
-(profile_harness.run_blocks; tests/test_profiles_harness.py runs every golden's). Here: what each
-profile's runbook does in which order, on the stand-ins' log of each of its goldens."""
+with stateful stand-ins for aws, eksctl, kubectl, kube-aws, ssh, dig and curl that log what
+they are asked (profile_harness.run_blocks; tests/test_profiles_harness.py runs every golden's).
+Here: what each profile's runbook does in which order, on the stand-ins' log of each of its
+goldens; tests/test_phases.py runs run.sh's phases. The runbooks are built afresh from the
+goldens' specs (the committed trees may lag behind the templates)."""
 
 from __future__ import annotations
 
@@ -25,9 +27,24 @@ from paddlegen.compiler import runbook as rb
 from paddlegen.profiles.workload import OPERATOR_MANIFESTS
 
 from conftest import GOLDEN, GOLDEN_SPECS, run_cli, sh_blocks
-from profile_harness import golden_names, goldens_of, install_stubs, spec_values
+from profile_harness import (
+    FAST_SLEEP,
+    built,
+    fresh_tree,
+    golden_names,
+    goldens_of,
+    install_stubs,
+    run_tree_blocks,
+    spec_values,
+)
 
 RunbookLog = Callable[[str], list[list[str]]]
+
+
+def runbook_of(golden: str) -> str:
+    """The golden's RUNBOOK.md, as its spec builds it now."""
+    return next(a.text for a in built(golden).artifacts if a.path == "RUNBOOK.md")
+
 
 def index(log: list[list[str]], *words: str) -> int:
     """Where the first call whose argv holds all of `words` is in the log."""
@@ -49,14 +66,16 @@ def test_the_kube_aws_runbook_runs_start_to_finish(golden: str, runbook_log: Run
     assert dig[1:] == ["+short",
                        "paddle-cl-ElbAPISe-EEOI3EZPR86C-531251350.us-west-2.elb.amazonaws.com"]
     # the models are copied off before the file system's stack is deleted, the cluster's stack
-    # is gone before the bucket prefix is removed, and the IAM group goes last
+    # is gone before the S3 assets the runbook made are removed (the bucket, which it made
+    # here, or the keys kube-aws up added), and the IAM group goes last
     models = position(log, "kubectl", "tar czf -")
     efs_deleted = position(log, "aws", f"cloudformation delete-stack --stack-name {cluster}-efs")
     destroy = position(log, "kube-aws", "destroy")
     stack_gone = position(log, "aws", f"wait stack-delete-complete --stack-name {cluster}")
     cluster_gone = next(i for i, call in enumerate(log) if call[-1] == cluster
                         and "stack-delete-complete" in call)
-    prefix = position(log, "aws", "s3 rm s3://paddle-kube-aws-assets/paddle-cluster")
+    prefix = next(i for i, call in enumerate(log) if call[1:3] in (["s3", "rb"], ["s3", "rm"])
+                  and call[3].startswith("s3://paddle-kube-aws-assets"))
     assert models < efs_deleted < stack_gone < destroy < cluster_gone < prefix
     assert position(log, "aws", "iam delete-group ") == len(log) - 1
     # the file system came before the cluster (its name goes into the spec), and got the
@@ -114,7 +133,9 @@ def test_the_eks_runbook_runs_start_to_finish(golden: str, runbook_log: RunbookL
     deleted = [i for i, call in enumerate(log) if call[1:3] == ["efs", "delete-file-system"]]
     assert deleted == ([deleted[0]] if made_here else [])
     assert all(stack_gone < i < cluster_deleted for i in deleted)
-    assert position(log, "aws", "iam delete-group ") == len(log) - 1
+    # the role goes last, after its group, as the administrator
+    assert position(log, "aws", "iam delete-group ") < position(log, "aws", "iam delete-role ") \
+        == len(log) - 1
 
 
 @pytest.mark.conformance
@@ -124,18 +145,27 @@ def test_the_local_runbook_runs_and_calls_no_aws(golden: str, runbook_log: Runbo
     assert log and not any(call[0] in ("aws", "kube-aws", "ssh") for call in log)
 
 
-def test_every_runbook_block_begins_with_the_same_line() -> None:
-    for spec in GOLDEN_SPECS:
-        found = sh_blocks((spec.parent / "out" / "RUNBOOK.md").read_text())
-        first_lines = {block.splitlines()[0] for block in found}
-        assert len(first_lines) == 1, spec.parent.name
-        assert first_lines.pop().startswith('OUT="$PWD"')
+@pytest.mark.parametrize("golden", golden_names())
+def test_every_runbook_block_begins_with_the_same_lines(golden: str) -> None:
+    """The preamble, which exports OUT, begins every block; a block of a phase (run.sh's) has
+    its phase line and its subshell's opening before it."""
+    found = sh_blocks(runbook_of(golden))
+    phased = [block.startswith("# ./run.sh ") for block in found]
+    assert all(phased) or not any(phased), golden
+    starts = {"\n".join(block.splitlines()[1:4] if phased[0] else block.splitlines()[:1])
+              for block in found}
+    assert len(starts) == 1, (golden, starts)
+    start = starts.pop()
+    if phased[0]:
+        assert start.startswith('(\nset -euo pipefail\nexport OUT="$PWD"'), start
+    else:
+        assert start.startswith('export OUT="$PWD"'), start
 
 
 def test_no_block_depends_on_a_variable_set_by_an_earlier_block() -> None:
     for spec in GOLDEN_SPECS:
         set_so_far: set[str] = set()
-        for block in sh_blocks((spec.parent / "out" / "RUNBOOK.md").read_text()):
+        for block in sh_blocks(runbook_of(spec.parent.name)):
             assigned = set(re.findall(r"(?:^|[\s;(])([A-Z_]+)=", block))
             used = set(re.findall(r"\$\{?([A-Z_]+)", block)) - assigned - set(os.environ)
             assert used & set_so_far == set(), (spec.parent.name, block)
@@ -150,7 +180,7 @@ def test_a_namespace_of_its_own_is_created_first() -> None:
     manifests = build(raw, "spec.yaml").manifests
     first = manifests[0]
     assert (first.path, first.obj["kind"], first.obj["metadata"]["name"]) == (
-        "k8s/01-namespace-paddle.yaml", "Namespace", "paddle")
+        "k8s/00-namespace-paddle.yaml", "Namespace", "paddle")
     assert first.obj["metadata"]["labels"]["app.kubernetes.io/instance"] == "paddle-cluster-job"
     assert all(m.obj["metadata"].get("namespace") in (None, "paddle") for m in manifests)
 
@@ -170,8 +200,7 @@ def test_a_record_set_kube_aws_manages_needs_no_dns_step(version: str) -> None:
 
 def waits_of(golden: str) -> list[str]:
     """The golden's blocks that wait for a Job or a run to end."""
-    return [b for b in sh_blocks((GOLDEN / golden / "out" / "RUNBOOK.md").read_text())
-            if "STATE=$(" in b]
+    return [b for b in sh_blocks(runbook_of(golden)) if "until STATE=" in b or "until ended" in b]
 
 
 def words(call: list[str]) -> list[str]:
@@ -179,18 +208,33 @@ def words(call: list[str]) -> list[str]:
     return [word for word in call if not word.startswith("--namespace=")]
 
 
+def cluster_made(out: Path) -> dict[str, Any]:
+    """What the phases before a run's block made, for the tree's spec (out/../spec.yaml): a
+    cluster that answers, with every release a launcher or a queue needs, the spec's namespace
+    and its LocalQueue."""
+    from runbook_stub import RELEASES, initial_state
+
+    values = YAML(typ="safe", pure=True).load(out.parent / "spec.yaml")
+    namespace, queue = values["metadata"]["namespace"], values["training"].get("queue")
+    return initial_state(namespaces=[namespace], releases=list(RELEASES),
+                         local_queues=[(namespace, queue)] if queue else [])
+
+
 def run_block(block: str, tree: Path, tmp_path: Path, **stub_env: str
               ) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
-    """One block run as the harness runs it (`bash -euo pipefail`), kubectl the stand-in; its
-    result and the stand-in's log."""
+    """One block run as the harness runs it (`bash -euo pipefail`), kubectl the stand-in, on the
+    cluster the earlier phases made (cluster_made); its result and the stand-in's log."""
     tmp_path.mkdir(exist_ok=True)
     stubs = install_stubs(tmp_path / "stubs", ("kubectl",))
-    log = tmp_path / "log"
+    log, state, bash_env = tmp_path / "log", tmp_path / "state.json", tmp_path / "bash_env.sh"
+    state.write_text(json.dumps(cluster_made(tree)))
+    bash_env.write_text(FAST_SLEEP)
     result = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", block], cwd=tree, capture_output=True, text=True,
         timeout=60, check=False,
         env={"HOME": str(tmp_path), "PATH": f"{stubs}:/usr/bin:/bin", "LC_ALL": "C.UTF-8",
-             "STUB_LOG": str(log), **stub_env})
+             "STUB_LOG": str(log), "STUB_STATE": str(state), "BASH_ENV": str(bash_env),
+             **stub_env})
     calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return result, calls
 
@@ -203,16 +247,18 @@ def test_a_failed_job_ends_its_wait_non_zero_and_nothing_after_it_runs(
     and message, and stops, within the Job's own deadline (the stand-in answers Failed at
     once); the trainers of a data Job that failed are never created."""
     block = waits_of(golden)[0]
-    tree = tmp_path / "tree"
-    shutil.copytree(GOLDEN / golden / "out", tree / "out")
-    result, calls = run_block(block, tree / "out", tmp_path, STUB_JOB_STATE="Failed")
+    out = fresh_tree(golden, tmp_path / "tree")
+    result, calls = run_block(block, out, tmp_path, STUB_JOB_STATE="Failed")
     waited = re.search(r"get (job|paddlejob|jobset|trainjob) (\S+) "
                        r"-o jsonpath='\{\.status\.conditions", block)
     assert waited
     kind, name = waited.groups()
     assert result.returncode != 0
     assert f"{kind} {name} failed: {RUNS[kind][1]}\nsee: kubectl " in result.stderr
-    wait = min(block.index(start) for start in ("until STATE=", "ended() {") if start in block)
+    # the first wait for the Job or the run, after the run is created (if the block creates it)
+    found = re.search(r"^until (STATE=|POD=|ATTEMPT=|ended)", block, re.M)
+    assert found
+    wait = found.start()
     created = [call for call in calls if words(call)[1:2] == ["create"]]
     assert len(created) == block[:wait].count("kubectl create -f")
 
@@ -239,20 +285,8 @@ def built_tree(spec_text: str, directory: Path) -> Path:
 def run_tree(out: Path, tmp_path: Path, **stub_env: str) -> list[list[str]]:
     """Every block of the tree's RUNBOOK.md in order, each in a new `bash -euo pipefail`, with
     the stand-ins (as profile_harness.run_blocks runs a golden's); their log."""
-    stubs = install_stubs(tmp_path / "stubs")
-    (stubs / "paddlegen").symlink_to(Path(sys.executable).parent / "paddlegen")
-    (tmp_path / "home").mkdir()
-    env = {"HOME": str(tmp_path / "home"), "PATH": f"{stubs}:/usr/bin:/bin",
-           "STUB_LOG": str(tmp_path / "log"), "IAM_USER": "alice", "ADMIN_PROFILE": "admin",
-           "SPEC": str(out.parent / "spec.yaml"), "LC_ALL": "C.UTF-8",
-           "STUB_EFS_DNS": "fs-0a1b2c3d.efs.us-west-2.amazonaws.com",
-           "STUB_FILE_SYSTEM": "fs-0123456789abcdef0", "CODE_DIR": str(tmp_path), **stub_env}
-    for number, block in enumerate(sh_blocks((out / "RUNBOOK.md").read_text()), start=1):
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=out, env=env,
-                                capture_output=True, text=True, timeout=60, check=False)
-        assert result.returncode == 0, f"block {number} failed:\n{block}\n{result.stderr}"
-        assert "unbound variable" not in result.stderr
-    return [json.loads(line) for line in (tmp_path / "log").read_text().splitlines()]
+    values = YAML(typ="safe", pure=True).load(out.parent / "spec.yaml")
+    return run_tree_blocks(out, values, tmp_path, **stub_env)
 
 
 GANG_VARIANTS = [(golden, launcher) for golden in ("eks-paddle", "kubernetes")
@@ -268,9 +302,14 @@ def applied(log: list[list[str]]) -> list[tuple[int, str]]:
 
 
 def created_kinds(log: list[list[str]]) -> list[tuple[int, str]]:
-    """Where each object of the tree is created, and its kind (from the file's name)."""
-    return [(i, call[-1].rsplit("/", 1)[1].split("-")[1]) for i, call in enumerate(log)
-            if call[:3] == ["kubectl", "create", "-f"] and call[-1] != "-"]
+    """Where each object of the tree is first made (created, or applied), and its kind (from the
+    file's name)."""
+    made: dict[str, int] = {}
+    for i, call in enumerate(log):
+        if call[:2] in (["kubectl", "create"], ["kubectl", "apply"]) and call[2:3] == ["-f"] \
+                and "/k8s/" in call[3]:
+            made.setdefault(call[3], i)
+    return [(i, path.rsplit("/", 1)[1].split("-")[1]) for path, i in made.items()]
 
 
 @pytest.mark.conformance
@@ -280,7 +319,11 @@ def test_a_gang_run_installs_what_it_needs_pinned_before_its_objects(
     out = built_tree(gang_spec(golden, launcher), tmp_path / "tree")
     log = run_tree(out, tmp_path)
     releases = applied(log)
-    assert [url for _, url in releases] == [*APPLIED[launcher], rb.KUEUE_MANIFESTS]
+    # eks installs Kueue on the cluster it makes; on a cluster that exists, whose admin made
+    # the LocalQueue, Kueue is there already, and the runbook leaves it as it is
+    kueue = golden == "eks-paddle"
+    assert [url for _, url in releases] == [*APPLIED[launcher],
+                                            *([rb.KUEUE_MANIFESTS] if kueue else [])]
     # Trainer brings JobSet: JobSet's own manifest would be a second controller
     assert all("kubernetes-sigs/jobset" not in " ".join(call) for call in log) or \
         launcher == "jobset"
@@ -294,9 +337,11 @@ def test_a_gang_run_installs_what_it_needs_pinned_before_its_objects(
     assert max(i for i, _ in releases) < max(dry_runs) < min(controlled)
     assert len(dry_runs) == len(releases) and max(rollouts) < min(controlled)
     # Kueue's configuration is rewritten, then Kueue restarted to read it
-    [config] = [i for i, call in enumerate(log) if "--field-manager=paddlegen" in call]
-    [restart] = [i for i, call in enumerate(log) if words(call)[1:3] == ["rollout", "restart"]]
-    assert releases[-1][0] < config < restart < dry_runs[-1]
+    configs = [i for i, call in enumerate(log) if "--field-manager=paddlegen" in call]
+    restarts = [i for i, call in enumerate(log) if words(call)[1:3] == ["rollout", "restart"]]
+    assert len(configs) == len(restarts) == (1 if kueue else 0)
+    if kueue:
+        assert releases[-1][0] < configs[0] < restarts[0] < dry_runs[-1]
     # a namespace of the tree's own, then Kueue's queues, then the run that names its LocalQueue
     if golden == "eks-paddle":
         order = [kind for _, kind in kinds]
@@ -309,7 +354,7 @@ def test_a_gang_run_installs_what_it_needs_pinned_before_its_objects(
 @pytest.mark.parametrize("launcher", ["jobset", "trainjob"])
 def test_each_install_block_can_run_twice(launcher: str) -> None:
     runbook = kubernetes_runbook(gang_spec("kubernetes", launcher))
-    installs = [block for block in sh_blocks(runbook) if "kubectl apply" in block]
+    installs = [block for block in sh_blocks(runbook) if "kubectl apply --server-side" in block]
     assert len(installs) == 2
     for block in installs:
         applies = [line for line in block.splitlines() if line.startswith("kubectl apply")]
@@ -361,7 +406,9 @@ def test_each_webhook_probe_is_an_object_its_crd_admits(probe: dict[str, Any]) -
 
 
 def training_block(out: Path) -> str:
-    [block] = [b for b in sh_blocks((out / "RUNBOOK.md").read_text()) if "ended() {" in b]
+    """The train phase's block: the run started or followed, and waited for."""
+    [block] = [b for b in sh_blocks((out / "RUNBOOK.md").read_text())
+               if b.startswith("# ./run.sh train\n")]
     return block
 
 
@@ -435,13 +482,13 @@ def test_a_gpu_run_on_a_cluster_that_exists_lists_what_its_gpus_need() -> None:
     [check] = sh_blocks(runbook)[:1]
     assert ("kubectl get nodes -o custom-columns='NAME:.metadata.name,"
             "GPUS:.status.allocatable.nvidia\\.com/gpu,TAINTS:.spec.taints[*].key'") in check
-    cpu = (GOLDEN / "kubernetes" / "out" / "RUNBOOK.md").read_text()
+    cpu = runbook_of("kubernetes")
     assert "nvidia.com/gpu" not in cpu
 
 
 @pytest.mark.parametrize("golden", ["eks-paddle", "eks-paddle-kubeflow", "kubernetes"])
 def test_the_runbook_says_what_a_deleted_pod_does_to_the_run(golden: str) -> None:
-    text = " ".join((GOLDEN / golden / "out" / "RUNBOOK.md").read_text().split())
+    text = " ".join(runbook_of(golden).split())
     if golden.endswith("kubeflow"):
         assert "is not a failure to the training operator: it makes the pod again" in text
         assert "times out after 600 seconds (PADDLE_PG_TIMEOUT)" in text
@@ -455,7 +502,7 @@ def test_the_runbook_says_what_a_deleted_pod_does_to_the_run(golden: str) -> Non
 @pytest.mark.parametrize(("golden", "launcher"), GANG_VARIANTS)
 def test_the_runbook_says_what_a_failure_does_to_a_gang_run(golden: str, launcher: str) -> None:
     runbook = kubernetes_runbook(gang_spec(golden, launcher))
-    text = " ".join(runbook[runbook.index("Data and training"):].split())
+    text = " ".join(runbook[runbook.index("`train`: the run"):].split())
     jobset = "JobSet" if launcher == "jobset" else "TrainJob's JobSet"
     for said in (f"A failed pod restarts the whole run: {jobset} deletes every pod",
                  "resume from the newest checkpoint in `$PADDLEGEN_CHECKPOINT_DIR` "
@@ -469,7 +516,7 @@ def test_the_runbook_says_what_a_failure_does_to_a_gang_run(golden: str, launche
                  "PID 1", "kills them 30 s later", "`paddle.disable_signal_handler()`",
                  "only set a flag", "Kueue admits all of them or none",
                  "get workloads.kueue.x-k8s.io", "describe localqueues.kueue.x-k8s.io team-a",
-                 "a restart, which makes the pods anew, ends that log, but not the block"):
+                 "a restart, which makes the pods anew, ends that log, but not the phase"):
         assert said in text, said
     assert ("set where Kueue was installed" in text) == (golden == "eks-paddle")
     assert "backoffLimit 0" not in text and "PADDLE_PG_TIMEOUT" not in text
@@ -480,20 +527,30 @@ SHELLCHECK = (shutil.which("shellcheck", path=str(Path(sys.executable).parent))
               or shutil.which("shellcheck"))
 
 
+def shell_sources() -> list[Any]:
+    """What ShellCheck reads: every block of every golden's RUNBOOK.md, of the gang variants',
+    and every run.sh, each as its spec builds it now."""
+    sources = []
+    for golden in golden_names():
+        artifacts = {a.path: a.text for a in built(golden).artifacts}
+        for number, block in enumerate(sh_blocks(artifacts["RUNBOOK.md"]), start=1):
+            sources.append(pytest.param(block, id=f"{golden}-block-{number}"))
+        if "run.sh" in artifacts:
+            sources.append(pytest.param(artifacts["run.sh"], id=f"{golden}-run.sh"))
+    for golden, launcher in GANG_VARIANTS:
+        for number, block in enumerate(sh_blocks(kubernetes_runbook(gang_spec(golden, launcher))),
+                                       start=1):
+            sources.append(pytest.param(block, id=f"{golden}-{launcher}-block-{number}"))
+    return sources
+
+
 @pytest.mark.conformance
 @pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (the test extra)")
-def test_every_runbook_block_passes_shellcheck(tmp_path: Path) -> None:
-    """Every block of the eks and kubernetes goldens' runbooks and of the gang variants (those
-    of the older profiles have warnings of their own). Left out: SC2034 (OUT,
-    which every block's first line sets whether or not the block reads it) and SC2046 (`set --
-    $(...)`: the pods' names, split on purpose)."""
-    runbooks = {golden: (GOLDEN / golden / "out" / "RUNBOOK.md").read_text()
-                for profile in ("eks", "kubernetes") for golden in goldens_of(profile)}
-    for golden, launcher in GANG_VARIANTS:
-        runbooks[f"{golden}-{launcher}"] = kubernetes_runbook(gang_spec(golden, launcher))
-    for name, runbook in runbooks.items():
-        for number, block in enumerate(sh_blocks(runbook), start=1):
-            assert SHELLCHECK is not None
-            result = subprocess.run([SHELLCHECK, "--shell=bash", "--exclude=SC2034,SC2046", "-"],
-                                    input=block, capture_output=True, text=True, check=False)
-            assert result.returncode == 0, (name, number, result.stdout)
+@pytest.mark.parametrize("source", shell_sources())
+def test_every_runbook_block_and_run_sh_passes_shellcheck(source: str) -> None:
+    """Every block of every profile's runbook and every run.sh, as bash, at severity warning
+    and above, with no check left out."""
+    assert SHELLCHECK is not None
+    result = subprocess.run([SHELLCHECK, "--shell=bash", "--severity=warning", "-"],
+                            input=source, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout

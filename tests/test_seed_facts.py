@@ -73,8 +73,9 @@ def test_the_tree_has_the_seed_objects_in_apply_order() -> None:
     # the default service account reads the pods
     assert kinds(OUT) == ["PersistentVolume", "PersistentVolumeClaim", "Job", "Job"]
     # Kubernetes 1.8 has networking.k8s.io/v1: the pservers take connections from trainers only
-    assert kinds(OUT_V099) == ["PersistentVolume", "PersistentVolumeClaim", "ServiceAccount",
-                               "Role", "RoleBinding", "NetworkPolicy", "Job", "Job"]
+    # (the files in the order `kubectl apply -f k8s/` reads them: by the rank of their kind)
+    assert kinds(OUT_V099) == ["ServiceAccount", "Role", "RoleBinding", "PersistentVolume",
+                               "PersistentVolumeClaim", "NetworkPolicy", "Job", "Job"]
 
 
 def test_training_job_runs_three_trainers_with_seed_environment(each: Objects) -> None:
@@ -261,8 +262,10 @@ def test_runbook_lists_the_ten_managed_policies() -> None:
 
 @pytest.mark.parametrize("out", OUTS, ids=["v0.9.1", "v0.9.9"])
 def test_kustomization_lists_every_manifest(out: Path) -> None:
-    resources = load("kustomization.yaml", out)["resources"]
-    assert resources == sorted(p.relative_to(out).as_posix() for p in (out / "k8s").glob("*"))
+    resources = load("kustomization.yaml", out)["resources"]  # in apply order: the data Job first
+    assert sorted(resources) == sorted(p.relative_to(out).as_posix()
+                                       for p in (out / "k8s").glob("*"))
+    assert resources[-2:] == ["k8s/90-job-paddle-data.yaml", "k8s/90-job-paddle-cluster-job.yaml"]
 
 
 def test_golden_output_names_no_path_of_this_checkout() -> None:

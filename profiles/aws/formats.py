@@ -19,8 +19,18 @@ ZONE = grammar(
     DNS_LABEL_MAX + 1,  # a region and a letter
 )
 ACCOUNT_ID = grammar(r"^[0-9]{12}$", "an AWS account id of exactly 12 digits", 12)
-KEY_NAME = grammar(r"^[\x20-\x7e]{1,255}$", "an EC2 key pair name (1-255 printable ASCII)",
-                   255)  # EC2's limit of a key pair name
+# EC2's rule of a key pair name: "A key name can include up to 255 ASCII characters. It can't
+# include leading or trailing spaces" (Amazon EC2 User Guide, "Create a key pair for your Amazon
+# EC2 instance"; the API's CreateKeyPair KeyName: "Up to 255 ASCII characters"). Printable ASCII
+# only, as before: a control character is no name to type, or to see in a listing.
+# Not `file://` or `fileb://` in front, nor `[`: the AWS CLI reads the first two as a file's
+# content and the last as JSON, where the runbook passes the name (EC2 would take them).
+KEY_NAME = grammar(
+    r"^(?!file://|fileb://|\[)[\x21-\x7e]([\x20-\x7e]{0,253}[\x21-\x7e])?$",
+    "an EC2 key pair name: 1-255 printable ASCII characters, the first and the last no space, "
+    "not beginning with file://, fileb:// or [ (which the AWS CLI would read as a file or JSON)",
+    255,  # EC2's limit of a key pair name
+)
 KMS_KEY_ARN = grammar(
     r"^arn:aws(-[a-z]+)*:kms:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]:[0-9]{12}:key/[A-Za-z0-9-]+$",
     "a KMS key ARN such as arn:aws:kms:us-west-2:123456789012:key/<key-id>",

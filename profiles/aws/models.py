@@ -11,7 +11,7 @@ from paddlegen.schema import patterns as p
 from paddlegen.schema.models import SpecModel, text
 
 
-class EfsSettings(SpecModel):
+class EfsSettings(SpecModel, title="EFS file system"):
     """The EFS file system that holds data, configs and output."""
 
     dns_name: Annotated[
@@ -21,7 +21,7 @@ class EfsSettings(SpecModel):
     ] = None
 
 
-class EfsStorage(SpecModel):
+class EfsStorage(SpecModel, title="EFS volume"):
     """EFS as a PersistentVolume, bound to one claim that the Jobs mount."""
 
     efs: EfsSettings = Field(default_factory=EfsSettings, description="The EFS file system.")

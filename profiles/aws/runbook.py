@@ -3,6 +3,7 @@ balancers and NFS mounts of EFS."""
 
 from __future__ import annotations
 
+import textwrap
 from shlex import quote as q
 
 from paddlegen.compiler import runbook as rb
@@ -117,3 +118,183 @@ def delete_load_balancers(vpc_lookup: str) -> str:
 def mount_command(source: str, target: str) -> str:
     return (f"sudo mkdir -p {target} && sudo mount -t nfs4 -o {','.join(EFS_MOUNT_OPTIONS)} "
             f"{source}:/ {target}")
+
+
+# --- The role of the eks runbook ------------------------------------------------------------
+# The rights eksctl needs are a role's, which the user's AWS CLI profile takes (role_arn and
+# source_profile): a profile of `aws configure sso` and an IAM user's keys take it alike, so no
+# access key is ever made. The role trusts the account: whoever the account lets call
+# sts:AssumeRole on it may take it (an IAM user through the group below).
+TRUST_POLICY = "aws/iam-trust-policy.json"
+ASSUME_ROLE_POLICY = "aws/iam-assume-role-policy.json"
+
+
+def role_arn(account: str, role: str) -> str:
+    return f"arn:aws:iam::{account}:role/{role}"
+
+
+def trust_policy(account: str) -> dict[str, object]:
+    return {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account}:root"},
+        "Action": "sts:AssumeRole"}]}
+
+
+def assume_role_policy(account: str, role: str) -> dict[str, object]:
+    """The IAM-user path's group policy: its one right is to take the role."""
+    return {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Action": "sts:AssumeRole", "Resource": role_arn(account, role)}]}
+
+
+def profile_for_role(cluster: str, account: str, role: str) -> str:
+    """The user's AWS CLI profile: it takes the role from the profile the user signs in with
+    (SOURCE_PROFILE: one of `aws configure sso`, or an IAM user's keys). Writes only the local
+    AWS CLI configuration."""
+    profile = user_profile(cluster)
+    return (f"aws configure set --profile {q(profile)} role_arn {q(role_arn(account, role))}\n"
+            f"aws configure set --profile {q(profile)} source_profile "
+            '"${SOURCE_PROFILE:?set SOURCE_PROFILE to the AWS CLI profile you sign in with: '
+            'one of aws configure sso, or the keys of an IAM user}"\n')
+
+
+def role_policies(action: str, role: str, names: tuple[str, ...]) -> str:
+    arns = "".join(f"  {MANAGED_POLICY_PREFIX}{name} \\\n" for name in names)
+    return (f"for arn in \\\n{arns}; do\n"
+            f'  aws iam {action}-role-policy --role-name {q(role)} --policy-arn "$arn"\n'
+            "done\n")
+
+
+def iam_role(role: str, policies: tuple[str, ...]) -> str:
+    """The role, made once, its policies (managed, and aws/iam-policy.json inline) set again on
+    every run; with IAM_USER, a group of the same name whose one right is to take it, the user
+    in it. Every command can run twice."""
+    return (f"aws iam get-role --role-name {q(role)} >/dev/null 2>&1 ||\n"
+            f"  aws iam create-role --role-name {q(role)} \\\n"
+            f'    --assume-role-policy-document "file://$OUT/{TRUST_POLICY}"\n'
+            + role_policies("attach", role, policies)
+            + f"aws iam put-role-policy --role-name {q(role)} --policy-name {q(role)} \\\n"
+            '  --policy-document "file://$OUT/aws/iam-policy.json"\n'
+            'if [ -n "${IAM_USER:-}" ]; then\n'
+            f"  aws iam get-group --group-name {q(role)} >/dev/null 2>&1 ||\n"
+            f"    aws iam create-group --group-name {q(role)}\n"
+            f"  aws iam put-group-policy --group-name {q(role)} --policy-name {q(role)} \\\n"
+            f'    --policy-document "file://$OUT/{ASSUME_ROLE_POLICY}"\n'
+            f'  aws iam add-user-to-group --group-name {q(role)} --user-name "$IAM_USER"\n'
+            "fi\n")
+
+
+def iam_role_removed(role: str) -> str:
+    """The group (its users out first) and the role (its policies first), each only where it
+    exists: a removal cut short can run again."""
+    users = (f"aws iam get-group --group-name {q(role)} --query 'Users[].UserName' "
+             "--output text")
+    attached = (f"aws iam list-attached-role-policies --role-name {q(role)} "
+                "--query 'AttachedPolicies[].PolicyArn' --output text")
+    inline = (f"aws iam list-role-policies --role-name {q(role)} --query 'PolicyNames[]' "
+              "--output text")
+    return (f"if aws iam get-group --group-name {q(role)} >/dev/null 2>&1; then\n"
+            f"  for user in $({users}); do\n"
+            f'    aws iam remove-user-from-group --group-name {q(role)} --user-name "$user"\n'
+            "  done\n"
+            f"  aws iam delete-group-policy --group-name {q(role)} --policy-name {q(role)} "
+            "|| true\n"
+            f"  aws iam delete-group --group-name {q(role)}\n"
+            "fi\n"
+            f"if aws iam get-role --role-name {q(role)} >/dev/null 2>&1; then\n"
+            f"  for arn in $({attached}); do\n"
+            f'    aws iam detach-role-policy --role-name {q(role)} --policy-arn "$arn"\n'
+            "  done\n"
+            f"  for name in $({inline}); do\n"
+            f'    aws iam delete-role-policy --role-name {q(role)} --policy-name "$name"\n'
+            "  done\n"
+            f"  aws iam delete-role --role-name {q(role)}\n"
+            "fi\n")
+
+
+def stack_failures(stack: str) -> str:
+    """The command that prints why a CloudFormation stack failed: its failed events' reasons."""
+    return (f"aws cloudformation describe-stack-events --stack-name {q(stack)} --query "
+            "\"StackEvents[?ends_with(ResourceStatus, 'FAILED')]."
+            "[LogicalResourceId,ResourceStatusReason]\" --output text | head -n 20")
+
+
+def or_stack_failures(*stacks: str) -> str:
+    """What follows a command that makes or deletes `stacks` (eksctl's: the cluster's and the
+    node group's): if it failed, print why (each stack's failed events) and fail."""
+    told = "".join(f"  echo {q(f'the failed events of the stack {stack}:')} >&2\n"
+                   f"  {stack_failures(stack)} >&2 || true\n" for stack in stacks)
+    return f" || {{\n{told}  false\n}}\n"
+
+
+# The states of a stack that failed: one whose creation rolled back cannot be updated, and one
+# whose deletion failed stays, so each is deleted before the stack is made again.
+FAILED_STACK_STATES = ("ROLLBACK_COMPLETE", "ROLLBACK_FAILED", "DELETE_FAILED")
+
+
+def stack_status(stack: str) -> str:
+    return (f"aws cloudformation describe-stacks --stack-name {q(stack)} "
+            "--query 'Stacks[0].StackStatus' --output text")
+
+
+def indented_after_first(text: str, prefix: str) -> str:
+    first, rest = text.split("\n", 1)
+    return f"{first}\n{textwrap.indent(rest, prefix)}"
+
+
+def stack_removed(stack: str, only_failed: bool = False) -> str:
+    """Delete `stack` where it is left (only where it failed, with `only_failed`) and wait until
+    it is gone; if that fails, print why."""
+    states = "|".join(FAILED_STACK_STATES) if only_failed else "?*"
+    told = (f"the stack {stack} failed before: it is deleted" if only_failed
+            else f"the stack {stack} is left: it is deleted")
+    return (f'case "$({stack_status(stack)} 2>/dev/null || true)" in\n'
+            f"  {states})\n"
+            f"    echo {q(told)}\n"
+            f"    aws cloudformation delete-stack --stack-name {q(stack)}\n"
+            f"    aws cloudformation wait stack-delete-complete --stack-name {q(stack)}"
+            + indented_after_first(or_stack_failures(stack), "    ")
+            + "    ;;\n"
+            "esac\n")
+
+
+def mount_targets_available(seconds: int) -> str:
+    """Wait until every mount target of FILE_SYSTEM_ID is available, at most `seconds`: a first
+    mount can fail while a new one's DNS name propagates."""
+    pending = ('aws efs describe-mount-targets --file-system-id "$FILE_SYSTEM_ID" --query '
+               "\"MountTargets[?LifeCycleState!='available'].MountTargetId\" --output text")
+    return rb.bounded_wait(f'[ -z "$({pending})" ]', seconds,
+                           "the file system's mount targets are not all available",
+                           ['aws efs describe-mount-targets --file-system-id "$FILE_SYSTEM_ID" '
+                            "--output table"])
+
+
+# --- What a cluster tool put in S3 ------------------------------------------------------------
+# kube-aws and kube-up.sh upload to a bucket the user may share with others: the runbook records
+# the keys that appeared during the upload, and the teardown removes those keys and no other
+# (a bucket the runbook made, recorded in $ASSETS/bucket-created, goes whole).
+S3_MADE = '"$ASSETS/s3-made"'
+
+
+def s3_keys(prefix_uri: str) -> str:
+    """The command listing every key below `prefix_uri` (s3://bucket/prefix), one a line,
+    sorted; nothing where there is none."""
+    return (f"{{ aws s3 ls --recursive {q(prefix_uri.rstrip('/') + '/')} || true; }} "
+            "| awk '{print $4}' | sort")
+
+
+def s3_upload_recorded(prefix_uri: str, upload: str) -> str:
+    """Run `upload` and append to S3_MADE the keys below `prefix_uri` it made (those that were
+    not there before it)."""
+    return (f'{s3_keys(prefix_uri)} > "$ASSETS/s3-before"\n'
+            f"{upload}\n"
+            f'{s3_keys(prefix_uri)} | comm -13 "$ASSETS/s3-before" - >> {S3_MADE}\n')
+
+
+def s3_made_removed(bucket: str) -> str:
+    """Remove what the runbook put in S3: the recorded keys one by one, or, where it made the
+    bucket, the bucket whole; each record goes once done, so a teardown can run again."""
+    return ('if [ -f "$ASSETS/bucket-created" ]; then\n'
+            f"  aws s3 rb {q(f's3://{bucket}')} --force && rm \"$ASSETS/bucket-created\"\n"
+            f"elif [ -f {S3_MADE} ]; then\n"
+            f"  while read -r key; do aws s3 rm {q(f's3://{bucket}/')}\"$key\"; done < {S3_MADE}\n"
+            "fi\n"
+            f"rm -f {S3_MADE}\n")
