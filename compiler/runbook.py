@@ -345,7 +345,7 @@ def run_end(meta: Meta, training: CollectiveTraining) -> str:
         # the JobSet: the run's own, or the one Trainer makes for the TrainJob, of its name
         attempt = kubectl(meta, f"get jobset {name} -o jsonpath='{{.status.restarts}}'")
         selector += f',{RESTART_ATTEMPT_LABEL}="${{ATTEMPT:-0}}"'
-        head = f"ATTEMPT=$({attempt})\n  "
+        head = f"ATTEMPT=$({attempt} 2>/dev/null)\n  "  # none until its controller made it
     pod = kubectl(meta, f"get pods {selector} -o jsonpath='{{.items[*].metadata.name}}'")
     the_run = describe(meta, f"{kind} {name}")
     see = f"see: {the_run}"

@@ -328,8 +328,9 @@ def install_stubs(directory: Path, tools: tuple[str, ...] = TOOLS) -> Path:
 
 
 # Sourced by every non-interactive bash (BASH_ENV): a pause advances bash's own clock, which the
-# runbooks' waits read ($SECONDS), as far as a real one would, at once.
-FAST_SLEEP = 'sleep() { SECONDS=$((SECONDS + ${1%.*})); }\n'
+# runbooks' waits read ($SECONDS), as far as a real one would, at once; TEST_CLOCK_RATE times as
+# far, for a bound of days, which would take minutes of polls at the real rate.
+FAST_SLEEP = 'sleep() { SECONDS=$((SECONDS + ${1%.*} * ${TEST_CLOCK_RATE:-1})); }\n'
 
 
 def fresh_tree(golden: str, directory: Path) -> Path:

@@ -513,8 +513,8 @@ def waiting_phases(golden: str) -> list[str]:
 def never_ready_cases() -> list[Any]:
     """Each waiting phase with nothing ready; then what only one kind of not-ready reaches: the
     webhooks' dry runs (after rollouts that end), pods that never go once deleted (after a copy
-    that ends), and a run whose pods never appear (without a queue: a queue waits a day for
-    them, as many polls as the test would take minutes for)."""
+    that ends), a run whose pods never appear (a queue waits a day for them), and a run that
+    never ends (its bound is days: those two on a clock that runs fast, LONG_WAITS)."""
     cases = []
     for golden in RUN:
         functions = script_functions(artifact(golden, "run.sh"))
@@ -524,10 +524,14 @@ def never_ready_cases() -> list[Any]:
                 cases.append(pytest.param(golden, phase, "webhooks",
                                           id=f"{golden}-{phase}-webhooks"))
         cases.append(pytest.param(golden, "down", "deletions", id=f"{golden}-down-deletions"))
-        if not spec_values(golden)["training"].get("queue"):
-            cases.append(pytest.param(golden, "train", "admission",
-                                      id=f"{golden}-train-admission"))
+        cases.append(pytest.param(golden, "train", "admission", id=f"{golden}-train-admission"))
+        if "until ended; do" in functions["train"]:  # PaddlePaddle 3's: its end is waited for
+            cases.append(pytest.param(golden, "train", "runs", id=f"{golden}-train-run-end"))
     return cases
+
+
+# The kinds of not-ready whose wait is bounded by days: a pause of the fast clock is this many.
+LONG_WAITS, LONG_CLOCK_RATE = ("admission", "runs"), "100"
 
 
 def substitutions(text: str) -> list[str]:
@@ -622,7 +626,8 @@ def assert_ends_with_its_diagnosis(world: World, phase: str, done: Run) -> str:
 def test_every_wait_ends_with_its_diagnosis_and_a_non_zero_exit(
         golden: str, phase: str, not_ready: str, before: BeforePhase, tmp_path: Path) -> None:
     world = before(golden, phase, tmp_path / "world")
-    done = world.run(phase, STUB_NEVER_READY=not_ready)
+    rate = LONG_CLOCK_RATE if not_ready in LONG_WAITS else "1"
+    done = world.run(phase, STUB_NEVER_READY=not_ready, TEST_CLOCK_RATE=rate)
     kind = assert_ends_with_its_diagnosis(world, phase, done)
     assert kind == "webhooks" if not_ready == "webhooks" else kind != "webhooks"
     if phase == "down":  # a copy that never starts stops down before anything is torn down

@@ -367,7 +367,7 @@ fi
 JOB_UID=$(kubectl --namespace=paddle get jobset linear -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
 echo 'until Kueue admits the run it has no pods; why it waits: kubectl --namespace=paddle get workloads.kueue.x-k8s.io and kubectl --namespace=paddle describe localqueues.kueue.x-k8s.io team-a'
 deadline=$((SECONDS + 86400)) pause=5
-until ATTEMPT=$(kubectl --namespace=paddle get jobset linear -o jsonpath='{.status.restarts}')
+until ATTEMPT=$(kubectl --namespace=paddle get jobset linear -o jsonpath='{.status.restarts}' 2>/dev/null)
   POD=$(kubectl --namespace=paddle get pods -l job-name=linear-trainer-0,batch.kubernetes.io/job-completion-index=0,jobset.sigs.k8s.io/restart-attempt="${ATTEMPT:-0}" -o jsonpath='{.items[*].metadata.name}')
   [ -n "$POD" ] || ended; do
   if [ "$SECONDS" -ge "$deadline" ]; then

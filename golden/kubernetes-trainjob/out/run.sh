@@ -222,7 +222,7 @@ fi
 JOB_UID=$(kubectl --namespace=ml get trainjob ctr-tj -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
 echo 'until Kueue admits the run it has no pods; why it waits: kubectl --namespace=ml get workloads.kueue.x-k8s.io and kubectl --namespace=ml describe localqueues.kueue.x-k8s.io team-a'
 deadline=$((SECONDS + 86400)) pause=5
-until ATTEMPT=$(kubectl --namespace=ml get jobset ctr-tj -o jsonpath='{.status.restarts}')
+until ATTEMPT=$(kubectl --namespace=ml get jobset ctr-tj -o jsonpath='{.status.restarts}' 2>/dev/null)
   POD=$(kubectl --namespace=ml get pods -l job-name=ctr-tj-node-0,batch.kubernetes.io/job-completion-index=0,jobset.sigs.k8s.io/restart-attempt="${ATTEMPT:-0}" -o jsonpath='{.items[*].metadata.name}')
   [ -n "$POD" ] || ended; do
   if [ "$SECONDS" -ge "$deadline" ]; then
