@@ -81,5 +81,5 @@ def run_script(name: str, phases: list[Phase], runbook: str) -> str:
             'case "${1-}" in\n'
             f"{cases}"
             '  "") usage ;;\n'
-            '  *) usage >&2; echo "run.sh: no phase ${1@Q}" >&2; exit 2 ;;\n'
+            "  *) usage >&2; printf 'run.sh: no phase %q\\n' \"$1\" >&2; exit 2 ;;\n"
             "esac\n")

@@ -3,7 +3,11 @@
 Every value that reaches a shell command is quoted, what the spec cannot know (the cloud
 account's user, a worker's address) is a variable the commands refuse to run without, and every
 kubectl command is one the target release's kubectl has (no `-n` shorthand, `wait` or `-k`
-before they existed).
+before they existed: `-k` and `--server-side` only in the eks and kubernetes runbooks).
+
+The eks and kubernetes runbooks are phases (compiler/phases.py), each able to run again: what
+exists is left, a finished run is made afresh, and every wait is bounded (bounded_wait) and,
+when it runs out, prints what explains it before it fails.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ PHASED = ("Run its phases in order with\n`./run.sh PHASE` (`./run.sh` alone list
           "paste a phase's blocks into a bash shell in the\ndirectory that holds this file: "
           "run.sh holds the same blocks. Each block is a subshell that stops at\nits first "
           "failure, and asks {sources} again for what an earlier phase made, so every phase\n"
-          "but `down` can run twice, and a new terminal can pick up at any phase.")
+          "can run again, and a new terminal can pick up at any phase.")
 
 
 def header(meta: Meta, profile: str, sources: str, phases: list[Phase] | None = None) -> str:
@@ -287,11 +291,21 @@ def run_uid(meta: Meta, training: Training) -> str:
     return f"JOB_UID=$({uid} 2>/dev/null || true)\n" if queued(training) else ""
 
 
+# The grace period of a pod that sets none (PodSpec.terminationGracePeriodSeconds' default).
+DEFAULT_GRACE_SECONDS = 30
+
+
+def grace_seconds(training: Training) -> int:
+    """How long the run's pods have to stop once deleted."""
+    if isinstance(training, CollectiveTraining):
+        return training.grace_period_seconds
+    return DEFAULT_GRACE_SECONDS
+
+
 def run_pods_gone(meta: Meta, training: Training) -> str:
     """Wait until the run's pods are gone (they have their grace period to stop)."""
     pods = kubectl(meta, f"get pods {label_selector(trainer_selector(meta))} -o name")
-    grace = getattr(training, "grace_period_seconds", 30)
-    return bounded_wait(f'[ -z "$({pods})" ]', grace + HELPER_SECONDS,
+    return bounded_wait(f'[ -z "$({pods})" ]', grace_seconds(training) + HELPER_SECONDS,
                         f"the pods of {training.name} are not gone",
                         [kubectl(meta, f"get pods {label_selector(trainer_selector(meta))}"),
                          events(meta)])
@@ -332,24 +346,36 @@ def run_seconds(training: CollectiveTraining) -> int:
     return attempts * (training.deadline_seconds + START_SECONDS)
 
 
+def first_pod(meta: Meta, training: CollectiveTraining) -> tuple[str, str]:
+    """The selector of pod 0 of the current attempt and, for the gang launchers, the assignment
+    of ATTEMPT it reads: the JobSet's restarts (the run's own JobSet, or the one Trainer makes
+    for the TrainJob, of its name), none until its controller made it, 0 before its first
+    status."""
+    selector = label_selector(first_pod_selector(training))
+    if training.launcher not in GANG_LAUNCHERS:
+        return "", selector
+    restarts = kubectl(meta, f"get jobset {q(training.name)} -o jsonpath='{{.status.restarts}}'")
+    return (f"ATTEMPT=$({restarts} 2>/dev/null)",
+            selector + f',{RESTART_ATTEMPT_LABEL}="${{ATTEMPT:-0}}"')
+
+
 def run_end(meta: Meta, training: CollectiveTraining) -> str:
     """After start_run: follow pod 0's log (of the current attempt, where the run restarts:
     JobSet labels each pod with it), then wait for the run's end, each wait bounded and ending
     as soon as the run has (a run can fail before any pod exists); say how it ended and, unless
     it is done, end non-zero. A restart deletes pod 0, which ends its log; the wait goes on."""
-    kind, _ = RUN_END[training.launcher]
+    kind, _ = run_kind(training)
     name = q(training.name)
-    selector = label_selector(first_pod_selector(training))
-    head = ""
-    if training.launcher in GANG_LAUNCHERS:
-        # the JobSet: the run's own, or the one Trainer makes for the TrainJob, of its name
-        attempt = kubectl(meta, f"get jobset {name} -o jsonpath='{{.status.restarts}}'")
-        selector += f',{RESTART_ATTEMPT_LABEL}="${{ATTEMPT:-0}}"'
-        head = f"ATTEMPT=$({attempt} 2>/dev/null)\n  "  # none until its controller made it
+    attempt, selector = first_pod(meta, training)
+    head = f"{attempt}\n  " if attempt else ""
     pod = kubectl(meta, f"get pods {selector} -o jsonpath='{{.items[*].metadata.name}}'")
     the_run = describe(meta, f"{kind} {name}")
     see = f"see: {the_run}"
-    text, waiting, why = "", START_SECONDS, [the_run, events(meta)]
+    left = kubectl(meta, f"get {kind} {name} --ignore-not-found -o name")
+    # `gone`: true once the run was deleted (./run.sh stop elsewhere), END=deleted; an error
+    # asking is no answer
+    text, waiting, why = (f'gone() {{\n  LEFT=$({left}) && [ -z "$LEFT" ] && END=deleted\n}}\n',
+                          START_SECONDS, [the_run, events(meta)])
     if training.queue:
         why_queued = (f"until Kueue admits the run it has no pods; why it waits: "
                       f"{kubectl(meta, f'get {WORKLOADS}')} and "
@@ -358,7 +384,7 @@ def run_end(meta: Meta, training: CollectiveTraining) -> str:
         waiting = QUEUE_SECONDS
         why += [kubectl(meta, f"get {WORKLOADS}"),
                 kubectl(meta, f"describe {LOCAL_QUEUES} {q(training.queue)}")]
-    text += (bounded_wait(f'{head}POD=$({pod})\n  [ -n "$POD" ] || ended', waiting,
+    text += (bounded_wait(f'{head}POD=$({pod})\n  [ -n "$POD" ] || ended || gone', waiting,
                           f"no pod 0 of {kind} {training.name}", why)
              + 'if [ -n "$POD" ]; then\n'
              '  POD=${POD%% *}\n'  # the first, should two be listed
@@ -366,11 +392,13 @@ def run_end(meta: Meta, training: CollectiveTraining) -> str:
              + textwrap.indent(out_of_pending(meta, "pod 0"), "  ")
              + f"  {kubectl(meta, FOLLOW_POD)} || true\n"
              "fi\n"
-             + bounded_wait("ended", run_seconds(training),
+             + bounded_wait("ended || gone", run_seconds(training),
                             f"{kind} {training.name} has not ended (it runs on; ./run.sh stop "
                             "ends it)", [the_run, events(meta)])
              + 'if [ "$END" = succeeded ]; then\n'
-             '  echo "the run is done"\n')
+             '  echo "the run is done"\n'
+             'elif [ "$END" = deleted ]; then\n'
+             f"  echo {q(f'{kind} {training.name} was deleted before it ended')} >&2; false\n")
     failed = (f'  echo {q(f"{kind} {training.name} failed:")} '
               f'"$({failure_reason(meta, kind, training.name)})" >&2\n'
               f"  echo {q(see)} >&2; false\n")
@@ -421,6 +449,14 @@ def run_data(meta: Meta, data: DataJob, manifest: str) -> str:
                         f"  echo {q(f'the data Job {data.name} has completed')}\n"))
 
 
+def train_phase(training: Training) -> Phase:
+    """The train phase as run.sh lists it: PaddlePaddle 3's waits for the run's end, v1's
+    follows the first trainer's log."""
+    then = ("waits for its end" if isinstance(training, CollectiveTraining)
+            else "follows the first trainer")
+    return Phase("train", f"the run, afresh if the last one ended; {then}")
+
+
 def train(meta: Meta, data: DataJob | None, training: Training, manifest: str) -> str:
     """The train phase: the data must be there; the run started afresh or followed, then, for
     PaddlePaddle 3, waited for until its end; v1's trainers followed."""
@@ -440,17 +476,12 @@ def stop_run(meta: Meta, training: Training) -> str:
 def run_logs(meta: Meta, training: Training) -> str:
     """The logs phase: follow the log of pod 0 of the current attempt (of the first trainer, for
     v1), or say there is none."""
+    attempt, selector = "", label_selector(trainer_selector(meta))
     if isinstance(training, CollectiveTraining):
-        selector = label_selector(first_pod_selector(training))
-        if training.launcher in GANG_LAUNCHERS:
-            attempt = kubectl(meta, f"get jobset {q(training.name)} "
-                                    "-o jsonpath='{.status.restarts}'")
-            selector += f',{RESTART_ATTEMPT_LABEL}="$({attempt} 2>/dev/null || true)"'
-    else:
-        selector = label_selector(trainer_selector(meta))
+        attempt, selector = first_pod(meta, training)
     pods = kubectl(meta, f"get pods {selector} -o jsonpath='{{.items[*].metadata.name}}'")
     none = f"no pod of {training.name} now: ./run.sh status says why"
-    return (f"POD=$({pods})\n"
+    return ((f"{attempt} || true\n" if attempt else "") + f"POD=$({pods})\n"
             f'if [ -z "$POD" ]; then echo {q(none)} >&2; false; fi\n'
             'POD=${POD%% *}\n'
             f"{kubectl(meta, FOLLOW_POD)}\n")
@@ -473,16 +504,20 @@ def run_status(meta: Meta, training: Training) -> str:
 
 def copy_through_pod(meta: Meta, pod: Object, archive: str, tar: str) -> str:
     """Start `pod` (anew, should an earlier try have left it), which mounts the shared volume,
-    stream `tar` run in it into `archive`, and delete it."""
+    stream `tar` run in it into `archive` and delete it. The stream goes to a file beside it,
+    which replaces `archive` once tar reads it whole: a copy cut short keeps the last good one."""
     name = pod["metadata"]["name"]
+    part = archive[:-1] + '.part"'  # archive is a double-quoted word
     phase = kubectl(meta, f"get pod {name} -o jsonpath='{{.status.phase}}'")
     return (f"{kubectl(meta, f'delete pod {name} --ignore-not-found')}\n"
             f"{kubectl(meta, 'create -f -')} <<'EOF'\n{to_yaml(pod)}EOF\n"
             + bounded_wait(f'[ "$({phase})" = Running ]', HELPER_SECONDS,
                            f"the pod {name} is not running",
                            [describe(meta, f"pod {name}"), events(meta)])
-            + f"{kubectl(meta, f'exec {name} -- {tar}')} > {archive}\n"
-            f"{kubectl(meta, f'delete pod {name}')}\n")
+            + f"{kubectl(meta, f'exec {name} -- {tar}')} > {part}\n"
+            f"{kubectl(meta, f'delete pod {name}')}\n"
+            f"tar -tzf {part} >/dev/null\n"
+            f"mv {part} {archive}\n")
 
 
 def copy_models(meta: Meta, training: PserverTraining) -> str:
@@ -512,8 +547,7 @@ def copy_output(meta: Meta, training: CollectiveTraining) -> str:
     archive = output_archive(training)
     tar = f"tar czf - -C {MODELS_MOUNT} {q(training.name)}"
     return (copy_through_pod(meta, output_pod(meta, training), archive, tar)
-            + f'tar -tzf {archive} >/dev/null && echo "the run\'s directory is in '
-            f'{archive[1:-1]}"\n')
+            + f'echo "the run\'s directory is in {archive[1:-1]}"\n')
 
 
 def copy_off(meta: Meta, training: Training) -> str:
@@ -530,31 +564,37 @@ def reader_pod(meta: Meta, training: Training) -> Object:
     return models_pod(meta, training)
 
 
-def output_before_down(meta: Meta, training: Training, reader: Object) -> str:
-    """down's first block: the output copied off the shared volume before anything is deleted,
-    since down may be run alone. A failed copy stops down; where the claim is gone already (a
-    down run before got that far), the copy made then stands. DISCARD_OUTPUT=1 skips it."""
+def output_before_down(meta: Meta, training: Training, reader: Object,
+                       cluster_exists: str = "true") -> str:
+    """down's first lines: the output copied off the shared volume before anything is deleted,
+    since down may be run alone; a failed copy stops down. Where the cluster (`cluster_exists`,
+    a command) or the claim is gone already (a down run before got that far), the copy made
+    then stands. An error asking for the claim is no answer: it stops down too.
+    DISCARD_OUTPUT=1 skips the copy."""
     claim = next(volume["persistentVolumeClaim"]["claimName"]
                  for volume in reader["spec"]["volumes"] if "persistentVolumeClaim" in volume)
     archive = output_archive(training)
-    gone = f"no claim {claim} left: the copy in {archive[1:-1]} stands"
+    stands = f"no claim {claim} left: the copy in {archive[1:-1]} stands"
     nothing = f"no claim {claim} and no copy in {archive[1:-1]}: there is no output to keep"
-    return ('if [ -n "${DISCARD_OUTPUT:-}" ]; then\n'
+    return ("CLAIM=\n"
+            'if [ -n "${DISCARD_OUTPUT:-}" ]; then\n'
             '  echo "DISCARD_OUTPUT is set: the output is not copied"\n'
-            f"elif {kubectl(meta, f'get pvc {q(claim)}')} >/dev/null 2>&1; then\n"
+            f"elif {cluster_exists}; then\n"
+            f"  CLAIM=$({kubectl(meta, f'get pvc {q(claim)} --ignore-not-found -o name')})\n"
+            "fi\n"
+            'if [ -n "$CLAIM" ]; then\n'
             + copy_off(meta, training)  # not indented: its here-document ends at a line's start
-            + f"elif [ -s {archive} ]; then\n"
-            f'  echo "{gone}"\n'
-            "else\n"
-            f'  echo "{nothing}"\n'
+            + 'elif [ -z "${DISCARD_OUTPUT:-}" ]; then\n'
+            f'  if [ -s {archive} ]; then echo "{stands}"; else echo "{nothing}"; fi\n'
             "fi\n")
 
 
-def delete_objects(meta: Meta) -> str:
-    """Delete the tree's objects and wait for their pods to be gone."""
+def delete_objects(meta: Meta, grace: int = DEFAULT_GRACE_SECONDS) -> str:
+    """Delete the tree's objects and wait for their pods to be gone (they have `grace` seconds
+    to stop)."""
     pods = kubectl(meta, f"get pods -l app.kubernetes.io/instance={q(meta.name)} -o name")
     return ('kubectl delete --ignore-not-found -f "$OUT/k8s/"\n'
-            + bounded_wait(f'[ -z "$({pods})" ]', HELPER_SECONDS,
+            + bounded_wait(f'[ -z "$({pods})" ]', grace + HELPER_SECONDS,
                            f"the pods of {meta.name} are not gone",
                            [kubectl(meta, f"get pods -l app.kubernetes.io/instance={q(meta.name)}"),
                             events(meta)]))
@@ -676,7 +716,7 @@ def queue_note(meta: Meta, training: CollectiveTraining, configured: str | None)
     waits; `configured`: where the runbook set waitForPodsReady up (None: the cluster's own
     Kueue, whose configuration decides)."""
     assert training.queue is not None
-    kind, _ = RUN_END[training.launcher]
+    kind, _ = run_kind(training)
     word = {"job": "Job", "paddlejob": "PaddleJob", "jobset": "JobSet",
             "trainjob": "TrainJob"}[kind]
     waits = (f"The run waits in the queue `{training.queue}` until its ClusterQueue has quota "

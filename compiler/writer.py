@@ -364,14 +364,6 @@ def kube_version_of(lines: list[str], where: Path) -> str | None:
     return values[0] if values else None
 
 
-def check_out_dir(out_dir: Path) -> bool:
-    """Whether out_dir exists (see _open_out); a symlink or a file there is refused."""
-    opened = _open_out(out_dir, create=False)
-    if opened is not None:
-        os.close(opened[0])
-    return opened is not None
-
-
 def _open_out(out_dir: Path, create: bool) -> tuple[int, Path] | None:
     """out_dir's descriptor, and the path that names it; None if it is not there (and is not
     to be created: then each missing directory is made relative to its parent's descriptor).
@@ -392,6 +384,9 @@ def _open_out(out_dir: Path, create: bool) -> tuple[int, Path] | None:
     reached: list[str] = []  # the directories walked so far, from the start, links resolved
     followed = 0  # links followed, and walks begun again after a change under the walk
     through_link = False
+    # pending[:linked] is the user's own path; what lies above it came out of a link, and a
+    # directory missing there is not made (mkdir -p refuses a dangling link as well)
+    linked = len(pending)
 
     def where(name: str | None = None) -> Path:
         """What is named: out_dir as given (no link followed), else as resolved."""
@@ -419,6 +414,10 @@ def _open_out(out_dir: Path, create: bool) -> tuple[int, Path] | None:
             except FileNotFoundError:
                 if not create:
                     return None
+                if len(pending) >= linked:
+                    raise WriteError(f"{shown(where(name))} is missing where a symlink on the way "
+                                     f"to {shown(out_dir)} points; paddlegen makes no "
+                                     "directory a link points at") from None
                 try:
                     os.mkdir(name, dir_fd=fd)
                 except FileExistsError:  # made meanwhile, by another: walk it as it is
@@ -456,6 +455,7 @@ def _open_out(out_dir: Path, create: bool) -> tuple[int, Path] | None:
                         raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), name) from None
                     pending.pop()
                     through_link = True
+                    linked = min(linked, len(pending))
                     pending += [part for part in reversed(target.split("/"))
                                 if part not in ("", ".")]
                     if target.startswith("/"):

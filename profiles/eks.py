@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from paddlegen.compiler import clock, collective, kube_objects, kueue
-from paddlegen.compiler import phases as phases_rb
+from paddlegen.compiler import phases as run_phases
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.collective import CollectiveTraining
 from paddlegen.compiler.kube_objects import Object
@@ -830,8 +830,12 @@ def cost_guard(plan: EksPlan) -> CostGuard | None:
     c = plan.cluster
     if c.monthly_budget is None or c.alert_email is None:
         return None
-    return CostGuard(budget.template(c.name, c.region, c.monthly_budget, c.alert_email),
-                     budget.deploy_lines(c.name, c.region), budget.remove_lines(c.name, c.region),
+    stack, region = budget.stack_name(c.name, c.region), budget.BUDGET_REGION
+    deploy = (aws_rb.stack_removed(stack, only_failed=True, region=region)
+              + budget.deploy_lines(c.name, c.region).rstrip("\n")
+              + aws_rb.or_stack_failures(stack, region=region))
+    return CostGuard(budget.template(c.name, c.region, c.monthly_budget, c.alert_email), deploy,
+                     aws_rb.stack_removed(stack, region=region),
                      budget.cost_text(c.name, c.region, c.monthly_budget, c.alert_email))
 
 
@@ -885,7 +889,7 @@ def runbook(plan: EksPlan, manifest_paths: list[str]) -> str:
     collective_run = isinstance(training, CollectiveTraining)
     return render(__package__, "eks.md.j2", {
         "plan": plan, "manifests": rb.tree_manifests(manifest_paths, plan.data),
-        "collective_run": collective_run, "rb": rb, "ph": phases_rb, "phases": phases(plan),
+        "collective_run": collective_run, "rb": rb, "ph": run_phases, "phases": phases(plan),
         "aws_rb": aws_rb, "collective": collective, "eksctl": EKSCTL,
         "eksctl_releases": EKSCTL_RELEASES, "operator_release": TRAINING_OPERATOR,
         "operator_manifests": OPERATOR_MANIFESTS, "managed_policies": MANAGED_POLICIES,
@@ -911,7 +915,10 @@ def hourly_costs(plan: EksPlan) -> list[cost.Cost]:
 def phases(plan: EksPlan) -> list[Phase]:
     """The runbook's phases, in order; nothing bills before the cluster, the image built first."""
     c = plan.cluster
-    hourly = sum(row.per_hour or 0 for row in hourly_costs(plan))
+    rows = hourly_costs(plan)
+    known = [row.per_hour for row in rows if row.per_hour is not None]
+    hourly = (f"about {cost.money(sum(known))} an hour" if len(known) == len(rows)
+              else "by the hour (the price table lacks a part)")
     collective_run = isinstance(plan.training, CollectiveTraining)
     return [
         Phase("setup", "eksctl and kubectl into $ASSETS/bin, checked; your AWS CLI profile"),
@@ -919,12 +926,12 @@ def phases(plan: EksPlan) -> list[Phase]:
         *([Phase("image", "the training image: built, checked, pushed",
                  "the registry's storage, by the GB-month")] if collective_run else []),
         Phase("cluster", "the EKS cluster and its nodes, and what the run needs on it",
-              f"about {cost.money(hourly)} an hour: the control plane, {c.worker_count} x "
+              f"{hourly}: the control plane, {c.worker_count} x "
               f"{c.worker_instance_type}, the NAT gateway"),
         Phase("storage", "the EFS file system in the cluster's network",
               "EFS storage, by the GB-month"),
         *([Phase("data", "the data Job, afresh if it failed")] if plan.data else []),
-        Phase("train", "the run, afresh if the last one ended; waits for its end"),
+        rb.train_phase(plan.training),
         Phase("status", "what bills now, and whether a run is on"),
         Phase("logs", "the first trainer's log, followed"),
         Phase("stop", "the run ended; the cluster stays"),
@@ -951,7 +958,8 @@ def status(plan: EksPlan) -> str:
     size = ('aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" '
             "--query 'FileSystems[0].SizeInBytes.Value' --output text")
     file_system = aws_rb.stack_output(plan.efs_stack, "FileSystemId")
-    return (f"STATUS=$(aws eks describe-cluster --name {q(c.name)} --query cluster.status "
+    return (aws_rb.SIGNED_IN
+            + f"STATUS=$(aws eks describe-cluster --name {q(c.name)} --query cluster.status "
             "--output text 2>/dev/null || true)\n"
             'if [ -z "$STATUS" ]; then\n'
             f"  echo {q(f'cluster {c.name}: none, so no nodes and no NAT gateway bill')}\n"

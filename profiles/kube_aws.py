@@ -59,7 +59,7 @@ from paddlegen.profiles.aws import cost, efs
 from paddlegen.profiles.aws import formats as aws_p
 from paddlegen.profiles.aws import runbook as aws_rb
 from paddlegen.profiles.aws.models import EfsStorage
-from paddlegen.profiles.aws.rules import bucket_of, s3_bucket_name, zone_in_region
+from paddlegen.profiles.aws.rules import bucket_of, prefix_of, s3_bucket_name, zone_in_region
 from paddlegen.profiles.aws.storage import SEED_DATA_MOUNT, EfsVolume, seed_claim
 from paddlegen.schema import patterns as p
 from paddlegen.schema.models import (
@@ -524,7 +524,7 @@ def runbook(plan: KubeAwsPlan, manifest_paths: list[str]) -> str:
         "first_deploy": [f"{name}=" for name in efs.NETWORK_PARAMETERS],
         "worker_subnet": efs.WORKER_SUBNET, "data_mount": SEED_DATA_MOUNT,
         "volume_words": EfsVolume.words, "before_you_start": before_you_start(plan.cluster),
-        "dotted": dotted})
+        "dotted": dotted, "s3_prefix": prefix_of})
 
 
 # The instance types kube-aws gives a role the spec leaves unset (its `init`'s cluster.yaml).

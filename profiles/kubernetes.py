@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from paddlegen.compiler import collective
-from paddlegen.compiler import phases as phases_rb
+from paddlegen.compiler import phases as run_phases
 from paddlegen.compiler import runbook as rb
 from paddlegen.compiler.collective import CollectiveTraining
 from paddlegen.compiler.kube_objects import (
@@ -213,7 +213,7 @@ def runbook(plan: KubernetesPlan, manifest_paths: list[str]) -> str:
     meta, training, data = plan.meta, plan.training, plan.data
     collective_run = isinstance(training, CollectiveTraining)
     return render(__package__, "kubernetes.md.j2", {
-        "rb": rb, "ph": phases_rb, "phases": phases(plan), "meta": meta,
+        "rb": rb, "ph": run_phases, "phases": phases(plan), "meta": meta,
         "kube": meta.target.kube, "volume": plan.volume, "training": training, "data": data,
         "logs": workload.pod_log_dir(training), "collective": collective_run,
         "rights": rights(plan), "reads": reads(plan),
@@ -236,7 +236,7 @@ def phases(plan: KubernetesPlan) -> list[Phase]:
         *([Phase("controllers", "as the cluster's admin: the launcher's controllers, where "
                                 "missing")] if installs else []),
         *([Phase("data", "the data Job, afresh if it failed")] if plan.data else []),
-        Phase("train", "the run, afresh if the last one ended; waits for its end"),
+        rb.train_phase(plan.training),
         Phase("status", "whether a run is on, and how the last one ended"),
         Phase("logs", "the first trainer's log, followed"),
         Phase("stop", "the run ended; the rest stays"),

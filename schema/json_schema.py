@@ -62,6 +62,8 @@ def with_null(schema: JsonSchemaValue) -> JsonSchemaValue:
         return schema
     value = dict(alternatives[0])
     value["type"] = [value["type"], "null"]
+    if "const" in value:  # a const would refuse the null that the type now allows
+        value["enum"] = [value.pop("const")]
     if "enum" in value:
         value["enum"] = [*value["enum"], None]
     return value

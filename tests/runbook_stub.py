@@ -375,6 +375,8 @@ def role_call(operation: str, options: dict[str, list[str]], roles: State,
         entry["attached"] = sorted({*entry["attached"], arn})
     elif operation == "put-role-policy":
         entry["inline"] = sorted({*entry["inline"], name})
+    elif operation == "update-assume-role-policy":
+        pass  # the trust policy: replaced, as often as asked
     elif operation == "list-attached-role-policies" and query == "AttachedPolicies[].PolicyArn":
         return ok("\t".join(entry["attached"]) + "\n")
     elif operation == "list-role-policies" and query == "PolicyNames[]":
@@ -688,9 +690,17 @@ def efs(operation: str, options: dict[str, list[str]], state: State) -> Answer |
     return None
 
 
+def sts(operation: str, options: dict[str, list[str]], state: State) -> Answer | None:
+    """Who the profile is (STS GetCallerIdentity), as the AWS CLI prints it."""
+    if operation != "get-caller-identity":
+        return None
+    return ok(json.dumps({"UserId": "AROA0EXAMPLE:dev", "Account": "123456789012",
+                          "Arn": "arn:aws:sts::123456789012:assumed-role/eksctl/dev"}) + "\n")
+
+
 AWS_SERVICES: dict[str, Callable[[str, dict[str, list[str]], State], Answer | None]] = {
     "iam": iam, "ecr": ecr, "eks": eks, "logs": logs, "cloudformation": cloudformation,
-    "efs": efs}
+    "efs": efs, "sts": sts}
 
 
 def legacy_aws(argv: list[str], state: State) -> Answer:
@@ -717,6 +727,7 @@ def legacy_aws(argv: list[str], state: State) -> Answer:
         ("ec2", "describe-instances"): "54.1.2.3\t54.1.2.4",
         ("elb", "describe-load-balancers"): "",
         ("s3", "ls"): "",
+        ("s3api", "list-objects-v2"): "None",  # --output text of a prefix with no key
     }
     quiet = {"kms": {"create-alias", "schedule-key-deletion", "delete-alias"},
              "ec2": {"delete-key-pair"}, "s3": {"mb", "rm", "rb"}}
@@ -1373,6 +1384,13 @@ def get_command(words: list[str], namespace: str, state: State) -> Answer | None
         return listing(state, kind, namespace, selector, output)
     found = [get(state, kind, namespace, name) for name in names]
     missing = [name for name, obj in zip(names, found, strict=True) if obj is None]
+    if missing and "--ignore-not-found" in words:  # kubectl prints nothing for those, exit 0
+        found = [obj for obj in found if obj is not None]
+        if not found:
+            return ok()
+        missing = []
+    if output == "name":
+        return ok("".join(f"{KINDS[kind][0][:-1]}/{obj['name']}\n" for obj in found if obj))
     if missing:
         table = "".join(f"{n}\n" for n, o in zip(names, found, strict=True) if o)
         return error("\n".join(not_found(kind, n).err.strip() for n in missing), 1, table)

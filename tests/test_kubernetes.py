@@ -116,6 +116,7 @@ def test_the_runbook_uses_kubectl_and_no_cloud() -> None:
     # a phase's subshell, its waits, and ended(): the run's end, in kubectl's words
     assert first_words == {"#", "(", "set", "export", ")", "kubectl", "POD=$(kubectl",
                            "POD=${POD%%", "deadline=$((SECONDS", "until", "done", "echo", "if",
-                           "elif", "else", "fi", "ended()", "}", "tar"}
+                           "elif", "else", "fi", "ended()", "gone()", "}", "tar", "mv",
+                           "CLAIM="}
     assert not re.search(r"\b(aws|eksctl|gcloud|az)\b", text)
     assert "kubectl apply --server-side" not in text  # the indexed launcher needs no operator

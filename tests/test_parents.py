@@ -123,6 +123,17 @@ def test_missing_directories_behind_a_symlinked_parent_are_made_there(repo: Path
     assert sorted(os.listdir(repo / "shared")) == ["p"]
 
 
+def test_a_link_to_a_missing_directory_is_not_made_to_lead_anywhere(repo: Path) -> None:
+    """As mkdir -p refuses a dangling link: the directory a link points at is the link's
+    maker's to make, not paddlegen's."""
+    (repo / "shared" / "r").symlink_to("../gone/deep")
+    result = run_cli("build", "spec.yaml", "-o", "shared/r/out", cwd=repo)
+    assert (result.returncode, result.stderr) == (2, (
+        "paddlegen: gone is missing where a symlink on the way to shared/r/out points; "
+        "paddlegen makes no directory a link points at\n"))
+    assert not (repo / "gone").exists()
+
+
 @pytest.mark.parametrize(("out", "message"), [
     ("shared/p", "shared/p is a symlink; paddlegen writes only into a real directory"),
     ("shared/p/link", "elsewhere/link is a symlink; paddlegen writes only into a real directory"),

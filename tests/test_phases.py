@@ -134,7 +134,11 @@ def test_an_unknown_phase_exits_2_with_the_usage(golden: str, tmp_path: Path) ->
     result = run_script(out, "teardown")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("Usage: ./run.sh PHASE")
-    assert result.stderr.endswith("run.sh: no phase 'teardown'\n")
+    assert result.stderr.endswith("run.sh: no phase teardown\n")
+    # shell-quoted, so what a terminal would act on shows as text (printf %q, any bash)
+    escaped = run_script(out, "tear\x1b]0;x\adown")
+    assert escaped.returncode == 2
+    assert escaped.stderr.endswith("run.sh: no phase $'tear\\E]0;x\\adown'\n")
 
 
 def test_the_fast_sleep_advances_bash_s_clock_without_waiting(tmp_path: Path) -> None:
@@ -588,9 +592,10 @@ def assert_ends_with_its_diagnosis(world: World, phase: str, done: Run) -> str:
         assert int(stated[2]) == seconds
         commands = [pattern(line) for line in diagnosis.strip().splitlines()]
         polls = [pattern(c) for c in substitutions(condition)]
-        if re.search(r"\bended\b", condition):
-            ended = body[body.index("ended() {"):body.index("\n}\n", body.index("ended() {"))]
-            polls += [pattern(c) for c in substitutions(ended)]
+        for function in ("ended", "gone"):  # the shell functions the condition calls
+            if re.search(rf"\b{function}\b", condition):
+                start = body.index(f"{function}() {{")
+                polls += [pattern(c) for c in substitutions(body[start:body.index("\n}\n", start)])]
         tail = done.calls[-len(commands):]
         assert all(matches(c, p) for c, p in zip(tail, commands, strict=True)), (tail, commands)
         last_poll = done.calls[-len(commands) - 1]

@@ -139,17 +139,6 @@ def deploy_lines(cluster: str, region: str) -> str:
                     f"--region {BUDGET_REGION}"]) + "\n"
 
 
-def remove_lines(cluster: str, region: str) -> str:
-    """Delete the budget's stack, and with it the budget, and wait until it is gone. Both may
-    run again: CloudFormation's DeleteStack of a stack that is no more succeeds, and the AWS
-    CLI's stack-delete-complete waiter counts the ValidationError of a missing stack as done
-    (botocore's cloudformation waiters-2.json: matcher error, expected ValidationError, state
-    success)."""
-    where = f"--stack-name {q(stack_name(cluster, region))} --region {BUDGET_REGION}"
-    return (f"aws cloudformation delete-stack {where}\n"
-            f"aws cloudformation wait stack-delete-complete {where}\n")
-
-
 def cost_text(cluster: str, region: str, monthly_budget: float, alert_email: str) -> str:
     """The runbook's paragraph on the cost guard, for its cost section. Its price: AWS's Price
     List offer for AWS Budgets (service code AWSBudgets, effective 2020-10-01) charges $0.00 a

@@ -21,6 +21,12 @@ def bucket_of(s3_uri: str) -> str:
     return s3_uri.removeprefix("s3://").split("/")[0]
 
 
+def prefix_of(s3_uri: str) -> str:
+    """s3://bucket/prefix -> prefix/ (the keys below it); s3://bucket -> '' (all its keys)"""
+    prefix = s3_uri.removeprefix("s3://").partition("/")[2].strip("/")
+    return f"{prefix}/" if prefix else ""
+
+
 # The parts of a spec these rules read.
 class ZonedCluster(Protocol):
     @property

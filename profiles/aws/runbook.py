@@ -106,13 +106,14 @@ def delete_load_balancers(vpc_lookup: str) -> str:
     (named a<31 hex digits> by Kubernetes): CloudFormation cannot delete a VPC they use."""
     elbs = ("aws elb describe-load-balancers --query "
             "\"LoadBalancerDescriptions[?VPCId=='$VPC_ID'].LoadBalancerName\" --output text")
+    ours = f"{elbs} | tr '\\t' '\\n' | grep -E '^a[0-9a-f]{{31}}$'"
     return (f"{LOAD_BALANCERS}\n"
             'kubectl get svc --all-namespaces -o jsonpath="$LOAD_BALANCERS" |\n'
             '  while read -r namespace service; do kubectl --namespace="$namespace" delete svc '
             '"$service"; done\n'
             f"VPC_ID=$({vpc_lookup})\n"
-            f"until [ -z \"$({elbs} | tr '\\t' '\\n' | grep -E '^a[0-9a-f]{{31}}$')\" ]; do "
-            "sleep 10; done\n")
+            + rb.bounded_wait(f'[ -z "$({ours})" ]', rb.HELPER_SECONDS,
+                              "the Services' load balancers are not gone", [elbs]))
 
 
 def mount_command(source: str, target: str) -> str:
@@ -164,12 +165,14 @@ def role_policies(action: str, role: str, names: tuple[str, ...]) -> str:
 
 
 def iam_role(role: str, policies: tuple[str, ...]) -> str:
-    """The role, made once, its policies (managed, and aws/iam-policy.json inline) set again on
-    every run; with IAM_USER, a group of the same name whose one right is to take it, the user
-    in it. Every command can run twice."""
+    """The role, made once, its trust and its policies (managed, and aws/iam-policy.json inline)
+    set again on every run; with IAM_USER, a group of the same name whose one right is to take
+    it, the user in it. Every command can run twice."""
     return (f"aws iam get-role --role-name {q(role)} >/dev/null 2>&1 ||\n"
             f"  aws iam create-role --role-name {q(role)} \\\n"
             f'    --assume-role-policy-document "file://$OUT/{TRUST_POLICY}"\n'
+            f"aws iam update-assume-role-policy --role-name {q(role)} \\\n"
+            f'  --policy-document "file://$OUT/{TRUST_POLICY}"\n'
             + role_policies("attach", role, policies)
             + f"aws iam put-role-policy --role-name {q(role)} --policy-name {q(role)} \\\n"
             '  --policy-document "file://$OUT/aws/iam-policy.json"\n'
@@ -210,18 +213,25 @@ def iam_role_removed(role: str) -> str:
             "fi\n")
 
 
-def stack_failures(stack: str) -> str:
+def stack_command(operation: str, stack: str, region: str | None = None) -> str:
+    """`aws cloudformation OPERATION` of `stack`, in `region` where it is not the profile's (the
+    budget's stack lives in us-east-1)."""
+    where = f" --region {q(region)}" if region else ""
+    return f"aws cloudformation {operation} --stack-name {q(stack)}{where}"
+
+
+def stack_failures(stack: str, region: str | None = None) -> str:
     """The command that prints why a CloudFormation stack failed: its failed events' reasons."""
-    return (f"aws cloudformation describe-stack-events --stack-name {q(stack)} --query "
+    return (f"{stack_command('describe-stack-events', stack, region)} --query "
             "\"StackEvents[?ends_with(ResourceStatus, 'FAILED')]."
             "[LogicalResourceId,ResourceStatusReason]\" --output text | head -n 20")
 
 
-def or_stack_failures(*stacks: str) -> str:
+def or_stack_failures(*stacks: str, region: str | None = None) -> str:
     """What follows a command that makes or deletes `stacks` (eksctl's: the cluster's and the
     node group's): if it failed, print why (each stack's failed events) and fail."""
     told = "".join(f"  echo {q(f'the failed events of the stack {stack}:')} >&2\n"
-                   f"  {stack_failures(stack)} >&2 || true\n" for stack in stacks)
+                   f"  {stack_failures(stack, region)} >&2 || true\n" for stack in stacks)
     return f" || {{\n{told}  false\n}}\n"
 
 
@@ -230,30 +240,34 @@ def or_stack_failures(*stacks: str) -> str:
 FAILED_STACK_STATES = ("ROLLBACK_COMPLETE", "ROLLBACK_FAILED", "DELETE_FAILED")
 
 
-def stack_status(stack: str) -> str:
-    return (f"aws cloudformation describe-stacks --stack-name {q(stack)} "
-            "--query 'Stacks[0].StackStatus' --output text")
-
-
 def indented_after_first(text: str, prefix: str) -> str:
     first, rest = text.split("\n", 1)
     return f"{first}\n{textwrap.indent(rest, prefix)}"
 
 
-def stack_removed(stack: str, only_failed: bool = False) -> str:
+def stack_removed(stack: str, only_failed: bool = False, region: str | None = None) -> str:
     """Delete `stack` where it is left (only where it failed, with `only_failed`) and wait until
-    it is gone; if that fails, print why."""
+    it is gone; if that fails, print why. (A block that asks this has made sure its AWS
+    credentials work: SIGNED_IN.)"""
     states = "|".join(FAILED_STACK_STATES) if only_failed else "?*"
     told = (f"the stack {stack} failed before: it is deleted" if only_failed
             else f"the stack {stack} is left: it is deleted")
-    return (f'case "$({stack_status(stack)} 2>/dev/null || true)" in\n'
+    status = (f"{stack_command('describe-stacks', stack, region)} "
+              "--query 'Stacks[0].StackStatus' --output text")
+    return (f'case "$({status} 2>/dev/null || true)" in\n'
             f"  {states})\n"
             f"    echo {q(told)}\n"
-            f"    aws cloudformation delete-stack --stack-name {q(stack)}\n"
-            f"    aws cloudformation wait stack-delete-complete --stack-name {q(stack)}"
-            + indented_after_first(or_stack_failures(stack), "    ")
+            f"    {stack_command('delete-stack', stack, region)}\n"
+            f"    {stack_command('wait stack-delete-complete', stack, region)}"
+            + indented_after_first(or_stack_failures(stack, region=region), "    ")
             + "    ;;\n"
             "esac\n")
+
+
+# The first line of a block that asks AWS whether something is there: with an expired SSO
+# session or a wrong profile every such question would answer "no", and a teardown or a status
+# would say nothing is left while it all bills on.
+SIGNED_IN = "aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no\n"
 
 
 def mount_targets_available(seconds: int) -> str:
@@ -274,26 +288,32 @@ def mount_targets_available(seconds: int) -> str:
 S3_MADE = '"$ASSETS/s3-made"'
 
 
-def s3_keys(prefix_uri: str) -> str:
-    """The command listing every key below `prefix_uri` (s3://bucket/prefix), one a line,
-    sorted; nothing where there is none."""
-    return (f"{{ aws s3 ls --recursive {q(prefix_uri.rstrip('/') + '/')} || true; }} "
-            "| awk '{print $4}' | sort")
+def s3_keys(bucket: str, prefix: str) -> str:
+    """The command listing every key below `prefix` in `bucket`, one a line (a key may hold
+    spaces), sorted; nothing where there is none. An error fails it: no answer is no list."""
+    return (f"aws s3api list-objects-v2 --bucket {q(bucket)} --prefix {q(prefix)} "
+            "--query 'Contents[].[Key]' --output text | sed '/^None$/d' | sort")
 
 
-def s3_upload_recorded(prefix_uri: str, upload: str) -> str:
-    """Run `upload` and append to S3_MADE the keys below `prefix_uri` it made (those that were
-    not there before it)."""
-    return (f'{s3_keys(prefix_uri)} > "$ASSETS/s3-before"\n'
+def s3_upload_recorded(bucket: str, prefix: str, upload: str) -> str:
+    """Run `upload` and append to S3_MADE the keys below `prefix` it made (those that were not
+    there before it). A bucket not there before is the upload's own (the tool makes it), so
+    the runbook's, recorded as a bucket it made."""
+    return (f"if aws s3api head-bucket --bucket {q(bucket)} 2>/dev/null; then\n"
+            f'  {s3_keys(bucket, prefix)} > "$ASSETS/s3-before"\n'
+            "else\n"
+            '  : > "$ASSETS/s3-before"; touch "$ASSETS/bucket-created"\n'
+            "fi\n"
             f"{upload}\n"
-            f'{s3_keys(prefix_uri)} | comm -13 "$ASSETS/s3-before" - >> {S3_MADE}\n')
+            f'{s3_keys(bucket, prefix)} | comm -13 "$ASSETS/s3-before" - >> {S3_MADE}\n')
 
 
 def s3_made_removed(bucket: str) -> str:
     """Remove what the runbook put in S3: the recorded keys one by one, or, where it made the
     bucket, the bucket whole; each record goes once done, so a teardown can run again."""
     return ('if [ -f "$ASSETS/bucket-created" ]; then\n'
-            f"  aws s3 rb {q(f's3://{bucket}')} --force && rm \"$ASSETS/bucket-created\"\n"
+            f"  aws s3 rb {q(f's3://{bucket}')} --force\n"
+            '  rm "$ASSETS/bucket-created"\n'
             f"elif [ -f {S3_MADE} ]; then\n"
             f"  while read -r key; do aws s3 rm {q(f's3://{bucket}/')}\"$key\"; done < {S3_MADE}\n"
             "fi\n"

@@ -50,6 +50,8 @@ export AWS_PROFILE="${ADMIN_PROFILE:?set ADMIN_PROFILE to the AWS CLI profile of
 aws iam get-role --role-name paddle-jobset-eksctl >/dev/null 2>&1 ||
   aws iam create-role --role-name paddle-jobset-eksctl \
     --assume-role-policy-document "file://$OUT/aws/iam-trust-policy.json"
+aws iam update-assume-role-policy --role-name paddle-jobset-eksctl \
+  --policy-document "file://$OUT/aws/iam-trust-policy.json"
 for arn in \
   arn:aws:iam::aws:policy/AmazonEC2FullAccess \
   arn:aws:iam::aws:policy/AWSCloudFormationFullAccess \
@@ -89,11 +91,38 @@ phase_cluster() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-jobset}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-jobset
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
+case "$(aws cloudformation describe-stacks --stack-name paddle-jobset-us-west-2-budget --region us-east-1 --query 'Stacks[0].StackStatus' --output text 2>/dev/null || true)" in
+  ROLLBACK_COMPLETE|ROLLBACK_FAILED|DELETE_FAILED)
+    echo 'the stack paddle-jobset-us-west-2-budget failed before: it is deleted'
+    aws cloudformation delete-stack --stack-name paddle-jobset-us-west-2-budget --region us-east-1
+    aws cloudformation wait stack-delete-complete --stack-name paddle-jobset-us-west-2-budget --region us-east-1 || {
+      echo 'the failed events of the stack paddle-jobset-us-west-2-budget:' >&2
+      aws cloudformation describe-stack-events --stack-name paddle-jobset-us-west-2-budget --region us-east-1 --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
+      false
+    }
+    ;;
+esac
 aws cloudformation deploy --stack-name paddle-jobset-us-west-2-budget \
-  --template-file "$OUT/aws/budget.cfn.yaml" --no-fail-on-empty-changeset --region us-east-1
+  --template-file "$OUT/aws/budget.cfn.yaml" --no-fail-on-empty-changeset --region us-east-1 || {
+  echo 'the failed events of the stack paddle-jobset-us-west-2-budget:' >&2
+  aws cloudformation describe-stack-events --stack-name paddle-jobset-us-west-2-budget --region us-east-1 --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
+  false
+}
 if aws eks describe-cluster --name paddle-jobset >/dev/null 2>&1; then
   echo 'the cluster paddle-jobset exists: its missing node groups are made'
   eksctl utils write-kubeconfig --cluster paddle-jobset --kubeconfig "$ASSETS/kubeconfig"
+  case "$(aws cloudformation describe-stacks --stack-name eksctl-paddle-jobset-nodegroup-trainers --query 'Stacks[0].StackStatus' --output text 2>/dev/null || true)" in
+    ROLLBACK_COMPLETE|ROLLBACK_FAILED|DELETE_FAILED)
+      echo 'the stack eksctl-paddle-jobset-nodegroup-trainers failed before: it is deleted'
+      aws cloudformation delete-stack --stack-name eksctl-paddle-jobset-nodegroup-trainers
+      aws cloudformation wait stack-delete-complete --stack-name eksctl-paddle-jobset-nodegroup-trainers || {
+        echo 'the failed events of the stack eksctl-paddle-jobset-nodegroup-trainers:' >&2
+        aws cloudformation describe-stack-events --stack-name eksctl-paddle-jobset-nodegroup-trainers --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
+        false
+      }
+      ;;
+  esac
   eksctl create nodegroup -f "$OUT/aws/eksctl-cluster.yaml" || {
     echo 'the failed events of the stack eksctl-paddle-jobset-nodegroup-trainers:' >&2
     aws cloudformation describe-stack-events --stack-name eksctl-paddle-jobset-nodegroup-trainers --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
@@ -287,6 +316,7 @@ phase_storage() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-jobset}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-jobset
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
 case "$(aws cloudformation describe-stacks --stack-name paddle-jobset-efs --query 'Stacks[0].StackStatus' --output text 2>/dev/null || true)" in
   ROLLBACK_COMPLETE|ROLLBACK_FAILED|DELETE_FAILED)
     echo 'the stack paddle-jobset-efs failed before: it is deleted'
@@ -364,12 +394,15 @@ if kubectl --namespace=paddle get jobset linear >/dev/null 2>&1; then
 else
   kubectl create -f "$OUT/k8s/90-jobset-linear.yaml"
 fi
+gone() {
+  LEFT=$(kubectl --namespace=paddle get jobset linear --ignore-not-found -o name) && [ -z "$LEFT" ] && END=deleted
+}
 JOB_UID=$(kubectl --namespace=paddle get jobset linear -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
 echo 'until Kueue admits the run it has no pods; why it waits: kubectl --namespace=paddle get workloads.kueue.x-k8s.io and kubectl --namespace=paddle describe localqueues.kueue.x-k8s.io team-a'
 deadline=$((SECONDS + 86400)) pause=5
 until ATTEMPT=$(kubectl --namespace=paddle get jobset linear -o jsonpath='{.status.restarts}' 2>/dev/null)
   POD=$(kubectl --namespace=paddle get pods -l job-name=linear-trainer-0,batch.kubernetes.io/job-completion-index=0,jobset.sigs.k8s.io/restart-attempt="${ATTEMPT:-0}" -o jsonpath='{.items[*].metadata.name}')
-  [ -n "$POD" ] || ended; do
+  [ -n "$POD" ] || ended || gone; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo 'no pod 0 of jobset linear after 86400 s; what explains it:' >&2
     kubectl --namespace=paddle describe jobset linear >&2 || true
@@ -396,7 +429,7 @@ if [ -n "$POD" ]; then
   kubectl --namespace=paddle logs -f "$POD" || true
 fi
 deadline=$((SECONDS + 262800)) pause=5
-until ended; do
+until ended || gone; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo 'jobset linear has not ended (it runs on; ./run.sh stop ends it) after 262800 s; what explains it:' >&2
     kubectl --namespace=paddle describe jobset linear >&2 || true
@@ -407,6 +440,8 @@ until ended; do
 done
 if [ "$END" = succeeded ]; then
   echo "the run is done"
+elif [ "$END" = deleted ]; then
+  echo 'jobset linear was deleted before it ended' >&2; false
 elif [ "$END" = failed ]; then
   echo 'jobset linear failed:' "$(kubectl --namespace=paddle get jobset linear -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}: {.status.conditions[?(@.type=="Failed")].message}')" >&2
   echo 'see: kubectl --namespace=paddle describe jobset linear' >&2; false
@@ -420,6 +455,7 @@ phase_status() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-jobset}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-jobset
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
 STATUS=$(aws eks describe-cluster --name paddle-jobset --query cluster.status --output text 2>/dev/null || true)
 if [ -z "$STATUS" ]; then
   echo 'cluster paddle-jobset: none, so no nodes and no NAT gateway bill'
@@ -462,7 +498,8 @@ phase_logs() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-jobset}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-jobset
-POD=$(kubectl --namespace=paddle get pods -l job-name=linear-trainer-0,batch.kubernetes.io/job-completion-index=0,jobset.sigs.k8s.io/restart-attempt="$(kubectl --namespace=paddle get jobset linear -o jsonpath='{.status.restarts}' 2>/dev/null || true)" -o jsonpath='{.items[*].metadata.name}')
+ATTEMPT=$(kubectl --namespace=paddle get jobset linear -o jsonpath='{.status.restarts}' 2>/dev/null) || true
+POD=$(kubectl --namespace=paddle get pods -l job-name=linear-trainer-0,batch.kubernetes.io/job-completion-index=0,jobset.sigs.k8s.io/restart-attempt="${ATTEMPT:-0}" -o jsonpath='{.items[*].metadata.name}')
 if [ -z "$POD" ]; then echo 'no pod of linear now: ./run.sh status says why' >&2; false; fi
 POD=${POD%% *}
 kubectl --namespace=paddle logs -f "$POD"
@@ -534,9 +571,11 @@ until [ "$(kubectl --namespace=paddle get pod linear-output -o jsonpath='{.statu
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=paddle exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz"
+kubectl --namespace=paddle exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz.part"
 kubectl --namespace=paddle delete pod linear-output
-tar -tzf "$ASSETS/linear-output.tar.gz" >/dev/null && echo "the run's directory is in $ASSETS/linear-output.tar.gz"
+tar -tzf "$ASSETS/linear-output.tar.gz.part" >/dev/null
+mv "$ASSETS/linear-output.tar.gz.part" "$ASSETS/linear-output.tar.gz"
+echo "the run's directory is in $ASSETS/linear-output.tar.gz"
 )
 }
 
@@ -544,9 +583,14 @@ phase_down() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-jobset}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-jobset
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
+CLAIM=
 if [ -n "${DISCARD_OUTPUT:-}" ]; then
   echo "DISCARD_OUTPUT is set: the output is not copied"
-elif kubectl --namespace=paddle get pvc efsvol >/dev/null 2>&1; then
+elif aws eks describe-cluster --name paddle-jobset >/dev/null 2>&1; then
+  CLAIM=$(kubectl --namespace=paddle get pvc efsvol --ignore-not-found -o name)
+fi
+if [ -n "$CLAIM" ]; then
 kubectl --namespace=paddle delete pod linear-output --ignore-not-found
 kubectl --namespace=paddle create -f - <<'EOF'
 apiVersion: v1
@@ -589,24 +633,20 @@ until [ "$(kubectl --namespace=paddle get pod linear-output -o jsonpath='{.statu
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=paddle exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz"
+kubectl --namespace=paddle exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz.part"
 kubectl --namespace=paddle delete pod linear-output
-tar -tzf "$ASSETS/linear-output.tar.gz" >/dev/null && echo "the run's directory is in $ASSETS/linear-output.tar.gz"
-elif [ -s "$ASSETS/linear-output.tar.gz" ]; then
-  echo "no claim efsvol left: the copy in $ASSETS/linear-output.tar.gz stands"
-else
-  echo "no claim efsvol and no copy in $ASSETS/linear-output.tar.gz: there is no output to keep"
+tar -tzf "$ASSETS/linear-output.tar.gz.part" >/dev/null
+mv "$ASSETS/linear-output.tar.gz.part" "$ASSETS/linear-output.tar.gz"
+echo "the run's directory is in $ASSETS/linear-output.tar.gz"
+elif [ -z "${DISCARD_OUTPUT:-}" ]; then
+  if [ -s "$ASSETS/linear-output.tar.gz" ]; then echo "no claim efsvol left: the copy in $ASSETS/linear-output.tar.gz stands"; else echo "no claim efsvol and no copy in $ASSETS/linear-output.tar.gz: there is no output to keep"; fi
 fi
-)
-(
-set -euo pipefail
-export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-jobset}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-jobset
 if aws eks describe-cluster --name paddle-jobset >/dev/null 2>&1; then
   kubectl delete --ignore-not-found -f "$OUT/k8s/"
-  deadline=$((SECONDS + 600)) pause=5
+  deadline=$((SECONDS + 690)) pause=5
   until [ -z "$(kubectl --namespace=paddle get pods -l app.kubernetes.io/instance=linear -o name)" ]; do
     if [ "$SECONDS" -ge "$deadline" ]; then
-      echo 'the pods of linear are not gone after 600 s; what explains it:' >&2
+      echo 'the pods of linear are not gone after 690 s; what explains it:' >&2
       kubectl --namespace=paddle get pods -l app.kubernetes.io/instance=linear >&2 || true
       kubectl --namespace=paddle get events --sort-by=.lastTimestamp | tail -n 20 >&2 || true
       false
@@ -616,8 +656,12 @@ if aws eks describe-cluster --name paddle-jobset >/dev/null 2>&1; then
 fi
 if aws cloudformation describe-stacks --stack-name paddle-jobset-efs >/dev/null 2>&1; then
   FILE_SYSTEM_ID=$(aws cloudformation describe-stacks --stack-name paddle-jobset-efs --query "Stacks[0].Outputs[?OutputKey=='FileSystemId'].OutputValue" --output text)
-  OWNER=$(aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" --query "FileSystems[0].Tags[?Key=='paddlegen.io/stack'].Value" --output text)
-  if [ "$OWNER" = paddle-jobset-efs ]; then echo "$FILE_SYSTEM_ID" > "$ASSETS/file-system-made"; fi
+  case "$FILE_SYSTEM_ID" in  # a stack whose creation rolled back has no file system
+    fs-*)
+      OWNER=$(aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" --query "FileSystems[0].Tags[?Key=='paddlegen.io/stack'].Value" --output text)
+      if [ "$OWNER" = paddle-jobset-efs ]; then echo "$FILE_SYSTEM_ID" > "$ASSETS/file-system-made"; fi
+      ;;
+  esac
   aws cloudformation delete-stack --stack-name paddle-jobset-efs
   aws cloudformation wait stack-delete-complete --stack-name paddle-jobset-efs || {
     echo 'the failed events of the stack paddle-jobset-efs:' >&2
@@ -629,8 +673,6 @@ if [ -s "$ASSETS/file-system-made" ]; then
   aws efs delete-file-system --file-system-id "$(cat "$ASSETS/file-system-made")"
   rm "$ASSETS/file-system-made"
 fi
-aws cloudformation delete-stack --stack-name paddle-jobset-us-west-2-budget --region us-east-1
-aws cloudformation wait stack-delete-complete --stack-name paddle-jobset-us-west-2-budget --region us-east-1
 if aws eks describe-cluster --name paddle-jobset >/dev/null 2>&1; then
   eksctl delete cluster -f "$OUT/aws/eksctl-cluster.yaml" --wait || {
     echo 'the failed events of the stack eksctl-paddle-jobset-nodegroup-trainers:' >&2
@@ -663,6 +705,17 @@ case "$(aws cloudformation describe-stacks --stack-name eksctl-paddle-jobset-clu
     ;;
 esac
 aws logs delete-log-group --log-group-name /aws/eks/paddle-jobset/cluster 2>/dev/null || echo "(no log group left)"
+case "$(aws cloudformation describe-stacks --stack-name paddle-jobset-us-west-2-budget --region us-east-1 --query 'Stacks[0].StackStatus' --output text 2>/dev/null || true)" in
+  ?*)
+    echo 'the stack paddle-jobset-us-west-2-budget is left: it is deleted'
+    aws cloudformation delete-stack --stack-name paddle-jobset-us-west-2-budget --region us-east-1
+    aws cloudformation wait stack-delete-complete --stack-name paddle-jobset-us-west-2-budget --region us-east-1 || {
+      echo 'the failed events of the stack paddle-jobset-us-west-2-budget:' >&2
+      aws cloudformation describe-stack-events --stack-name paddle-jobset-us-west-2-budget --region us-east-1 --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
+      false
+    }
+    ;;
+esac
 )
 }
 
@@ -704,5 +757,5 @@ case "${1-}" in
   down) phase_down ;;
   iam-down) phase_iam_down ;;
   "") usage ;;
-  *) usage >&2; echo "run.sh: no phase ${1@Q}" >&2; exit 2 ;;
+  *) usage >&2; printf 'run.sh: no phase %q\n' "$1" >&2; exit 2 ;;
 esac

@@ -50,6 +50,8 @@ export AWS_PROFILE="${ADMIN_PROFILE:?set ADMIN_PROFILE to the AWS CLI profile of
 aws iam get-role --role-name paddle-gpu-eksctl >/dev/null 2>&1 ||
   aws iam create-role --role-name paddle-gpu-eksctl \
     --assume-role-policy-document "file://$OUT/aws/iam-trust-policy.json"
+aws iam update-assume-role-policy --role-name paddle-gpu-eksctl \
+  --policy-document "file://$OUT/aws/iam-trust-policy.json"
 for arn in \
   arn:aws:iam::aws:policy/AmazonEC2FullAccess \
   arn:aws:iam::aws:policy/AWSCloudFormationFullAccess \
@@ -89,9 +91,21 @@ phase_cluster() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-gpu}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-gpu
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
 if aws eks describe-cluster --name paddle-gpu >/dev/null 2>&1; then
   echo 'the cluster paddle-gpu exists: its missing node groups are made'
   eksctl utils write-kubeconfig --cluster paddle-gpu --kubeconfig "$ASSETS/kubeconfig"
+  case "$(aws cloudformation describe-stacks --stack-name eksctl-paddle-gpu-nodegroup-trainers --query 'Stacks[0].StackStatus' --output text 2>/dev/null || true)" in
+    ROLLBACK_COMPLETE|ROLLBACK_FAILED|DELETE_FAILED)
+      echo 'the stack eksctl-paddle-gpu-nodegroup-trainers failed before: it is deleted'
+      aws cloudformation delete-stack --stack-name eksctl-paddle-gpu-nodegroup-trainers
+      aws cloudformation wait stack-delete-complete --stack-name eksctl-paddle-gpu-nodegroup-trainers || {
+        echo 'the failed events of the stack eksctl-paddle-gpu-nodegroup-trainers:' >&2
+        aws cloudformation describe-stack-events --stack-name eksctl-paddle-gpu-nodegroup-trainers --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
+        false
+      }
+      ;;
+  esac
   eksctl create nodegroup -f "$OUT/aws/eksctl-cluster.yaml" || {
     echo 'the failed events of the stack eksctl-paddle-gpu-nodegroup-trainers:' >&2
     aws cloudformation describe-stack-events --stack-name eksctl-paddle-gpu-nodegroup-trainers --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
@@ -171,6 +185,7 @@ phase_storage() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-gpu}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-gpu
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
 case "$(aws cloudformation describe-stacks --stack-name paddle-gpu-efs --query 'Stacks[0].StackStatus' --output text 2>/dev/null || true)" in
   ROLLBACK_COMPLETE|ROLLBACK_FAILED|DELETE_FAILED)
     echo 'the stack paddle-gpu-efs failed before: it is deleted'
@@ -243,9 +258,12 @@ if kubectl --namespace=paddle get job linear >/dev/null 2>&1; then
 else
   kubectl create -f "$OUT/k8s/90-job-linear.yaml"
 fi
+gone() {
+  LEFT=$(kubectl --namespace=paddle get job linear --ignore-not-found -o name) && [ -z "$LEFT" ] && END=deleted
+}
 deadline=$((SECONDS + 1200)) pause=5
 until POD=$(kubectl --namespace=paddle get pods -l job-name=linear,batch.kubernetes.io/job-completion-index=0 -o jsonpath='{.items[*].metadata.name}')
-  [ -n "$POD" ] || ended; do
+  [ -n "$POD" ] || ended || gone; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo 'no pod 0 of job linear after 1200 s; what explains it:' >&2
     kubectl --namespace=paddle describe job linear >&2 || true
@@ -270,7 +288,7 @@ if [ -n "$POD" ]; then
   kubectl --namespace=paddle logs -f "$POD" || true
 fi
 deadline=$((SECONDS + 87600)) pause=5
-until ended; do
+until ended || gone; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo 'job linear has not ended (it runs on; ./run.sh stop ends it) after 87600 s; what explains it:' >&2
     kubectl --namespace=paddle describe job linear >&2 || true
@@ -281,6 +299,8 @@ until ended; do
 done
 if [ "$END" = succeeded ]; then
   echo "the run is done"
+elif [ "$END" = deleted ]; then
+  echo 'job linear was deleted before it ended' >&2; false
 else
   echo 'job linear failed:' "$(kubectl --namespace=paddle get job linear -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}: {.status.conditions[?(@.type=="Failed")].message}')" >&2
   echo 'see: kubectl --namespace=paddle describe job linear' >&2; false
@@ -292,6 +312,7 @@ phase_status() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-gpu}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-gpu
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
 STATUS=$(aws eks describe-cluster --name paddle-gpu --query cluster.status --output text 2>/dev/null || true)
 if [ -z "$STATUS" ]; then
   echo 'cluster paddle-gpu: none, so no nodes and no NAT gateway bill'
@@ -403,9 +424,11 @@ until [ "$(kubectl --namespace=paddle get pod linear-output -o jsonpath='{.statu
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=paddle exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz"
+kubectl --namespace=paddle exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz.part"
 kubectl --namespace=paddle delete pod linear-output
-tar -tzf "$ASSETS/linear-output.tar.gz" >/dev/null && echo "the run's directory is in $ASSETS/linear-output.tar.gz"
+tar -tzf "$ASSETS/linear-output.tar.gz.part" >/dev/null
+mv "$ASSETS/linear-output.tar.gz.part" "$ASSETS/linear-output.tar.gz"
+echo "the run's directory is in $ASSETS/linear-output.tar.gz"
 )
 }
 
@@ -413,9 +436,14 @@ phase_down() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-gpu}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-gpu
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
+CLAIM=
 if [ -n "${DISCARD_OUTPUT:-}" ]; then
   echo "DISCARD_OUTPUT is set: the output is not copied"
-elif kubectl --namespace=paddle get pvc efsvol >/dev/null 2>&1; then
+elif aws eks describe-cluster --name paddle-gpu >/dev/null 2>&1; then
+  CLAIM=$(kubectl --namespace=paddle get pvc efsvol --ignore-not-found -o name)
+fi
+if [ -n "$CLAIM" ]; then
 kubectl --namespace=paddle delete pod linear-output --ignore-not-found
 kubectl --namespace=paddle create -f - <<'EOF'
 apiVersion: v1
@@ -458,24 +486,20 @@ until [ "$(kubectl --namespace=paddle get pod linear-output -o jsonpath='{.statu
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=paddle exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz"
+kubectl --namespace=paddle exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz.part"
 kubectl --namespace=paddle delete pod linear-output
-tar -tzf "$ASSETS/linear-output.tar.gz" >/dev/null && echo "the run's directory is in $ASSETS/linear-output.tar.gz"
-elif [ -s "$ASSETS/linear-output.tar.gz" ]; then
-  echo "no claim efsvol left: the copy in $ASSETS/linear-output.tar.gz stands"
-else
-  echo "no claim efsvol and no copy in $ASSETS/linear-output.tar.gz: there is no output to keep"
+tar -tzf "$ASSETS/linear-output.tar.gz.part" >/dev/null
+mv "$ASSETS/linear-output.tar.gz.part" "$ASSETS/linear-output.tar.gz"
+echo "the run's directory is in $ASSETS/linear-output.tar.gz"
+elif [ -z "${DISCARD_OUTPUT:-}" ]; then
+  if [ -s "$ASSETS/linear-output.tar.gz" ]; then echo "no claim efsvol left: the copy in $ASSETS/linear-output.tar.gz stands"; else echo "no claim efsvol and no copy in $ASSETS/linear-output.tar.gz: there is no output to keep"; fi
 fi
-)
-(
-set -euo pipefail
-export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-gpu}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-gpu
 if aws eks describe-cluster --name paddle-gpu >/dev/null 2>&1; then
   kubectl delete --ignore-not-found -f "$OUT/k8s/"
-  deadline=$((SECONDS + 600)) pause=5
+  deadline=$((SECONDS + 720)) pause=5
   until [ -z "$(kubectl --namespace=paddle get pods -l app.kubernetes.io/instance=linear -o name)" ]; do
     if [ "$SECONDS" -ge "$deadline" ]; then
-      echo 'the pods of linear are not gone after 600 s; what explains it:' >&2
+      echo 'the pods of linear are not gone after 720 s; what explains it:' >&2
       kubectl --namespace=paddle get pods -l app.kubernetes.io/instance=linear >&2 || true
       kubectl --namespace=paddle get events --sort-by=.lastTimestamp | tail -n 20 >&2 || true
       false
@@ -485,8 +509,12 @@ if aws eks describe-cluster --name paddle-gpu >/dev/null 2>&1; then
 fi
 if aws cloudformation describe-stacks --stack-name paddle-gpu-efs >/dev/null 2>&1; then
   FILE_SYSTEM_ID=$(aws cloudformation describe-stacks --stack-name paddle-gpu-efs --query "Stacks[0].Outputs[?OutputKey=='FileSystemId'].OutputValue" --output text)
-  OWNER=$(aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" --query "FileSystems[0].Tags[?Key=='paddlegen.io/stack'].Value" --output text)
-  if [ "$OWNER" = paddle-gpu-efs ]; then echo "$FILE_SYSTEM_ID" > "$ASSETS/file-system-made"; fi
+  case "$FILE_SYSTEM_ID" in  # a stack whose creation rolled back has no file system
+    fs-*)
+      OWNER=$(aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" --query "FileSystems[0].Tags[?Key=='paddlegen.io/stack'].Value" --output text)
+      if [ "$OWNER" = paddle-gpu-efs ]; then echo "$FILE_SYSTEM_ID" > "$ASSETS/file-system-made"; fi
+      ;;
+  esac
   aws cloudformation delete-stack --stack-name paddle-gpu-efs
   aws cloudformation wait stack-delete-complete --stack-name paddle-gpu-efs || {
     echo 'the failed events of the stack paddle-gpu-efs:' >&2
@@ -571,5 +599,5 @@ case "${1-}" in
   down) phase_down ;;
   iam-down) phase_iam_down ;;
   "") usage ;;
-  *) usage >&2; echo "run.sh: no phase ${1@Q}" >&2; exit 2 ;;
+  *) usage >&2; printf 'run.sh: no phase %q\n' "$1" >&2; exit 2 ;;
 esac

@@ -14,7 +14,7 @@ Usage: ./run.sh PHASE, for paddle-cluster-job; the phases, in order (RUNBOOK.md 
   storage   the EFS file system in the cluster's network
             bills: EFS storage, by the GB-month
   data      the data Job, afresh if it failed
-  train     the run, afresh if the last one ended; waits for its end
+  train     the run, afresh if the last one ended; follows the first trainer
   status    what bills now, and whether a run is on
   logs      the first trainer's log, followed
   stop      the run ended; the cluster stays
@@ -49,6 +49,8 @@ export AWS_PROFILE="${ADMIN_PROFILE:?set ADMIN_PROFILE to the AWS CLI profile of
 aws iam get-role --role-name paddle-eks-eksctl >/dev/null 2>&1 ||
   aws iam create-role --role-name paddle-eks-eksctl \
     --assume-role-policy-document "file://$OUT/aws/iam-trust-policy.json"
+aws iam update-assume-role-policy --role-name paddle-eks-eksctl \
+  --policy-document "file://$OUT/aws/iam-trust-policy.json"
 for arn in \
   arn:aws:iam::aws:policy/AmazonEC2FullAccess \
   arn:aws:iam::aws:policy/AWSCloudFormationFullAccess \
@@ -72,9 +74,21 @@ phase_cluster() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-eks}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-eks
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
 if aws eks describe-cluster --name paddle-eks >/dev/null 2>&1; then
   echo 'the cluster paddle-eks exists: its missing node groups are made'
   eksctl utils write-kubeconfig --cluster paddle-eks --kubeconfig "$ASSETS/kubeconfig"
+  case "$(aws cloudformation describe-stacks --stack-name eksctl-paddle-eks-nodegroup-trainers --query 'Stacks[0].StackStatus' --output text 2>/dev/null || true)" in
+    ROLLBACK_COMPLETE|ROLLBACK_FAILED|DELETE_FAILED)
+      echo 'the stack eksctl-paddle-eks-nodegroup-trainers failed before: it is deleted'
+      aws cloudformation delete-stack --stack-name eksctl-paddle-eks-nodegroup-trainers
+      aws cloudformation wait stack-delete-complete --stack-name eksctl-paddle-eks-nodegroup-trainers || {
+        echo 'the failed events of the stack eksctl-paddle-eks-nodegroup-trainers:' >&2
+        aws cloudformation describe-stack-events --stack-name eksctl-paddle-eks-nodegroup-trainers --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
+        false
+      }
+      ;;
+  esac
   eksctl create nodegroup -f "$OUT/aws/eksctl-cluster.yaml" || {
     echo 'the failed events of the stack eksctl-paddle-eks-nodegroup-trainers:' >&2
     aws cloudformation describe-stack-events --stack-name eksctl-paddle-eks-nodegroup-trainers --query "StackEvents[?ends_with(ResourceStatus, 'FAILED')].[LogicalResourceId,ResourceStatusReason]" --output text | head -n 20 >&2 || true
@@ -108,6 +122,7 @@ phase_storage() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-eks}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-eks
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
 case "$(aws cloudformation describe-stacks --stack-name paddle-eks-efs --query 'Stacks[0].StackStatus' --output text 2>/dev/null || true)" in
   ROLLBACK_COMPLETE|ROLLBACK_FAILED|DELETE_FAILED)
     echo 'the stack paddle-eks-efs failed before: it is deleted'
@@ -249,6 +264,7 @@ phase_status() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-eks}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-eks
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
 STATUS=$(aws eks describe-cluster --name paddle-eks --query cluster.status --output text 2>/dev/null || true)
 if [ -z "$STATUS" ]; then
   echo 'cluster paddle-eks: none, so no nodes and no NAT gateway bill'
@@ -360,8 +376,10 @@ until [ "$(kubectl --namespace=paddle get pod paddle-cluster-job-models -o jsonp
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=paddle exec paddle-cluster-job-models -- tar czf - -C /shared/paddle-cluster-job output > "$ASSETS/models-paddle-cluster-job.tar.gz"
+kubectl --namespace=paddle exec paddle-cluster-job-models -- tar czf - -C /shared/paddle-cluster-job output > "$ASSETS/models-paddle-cluster-job.tar.gz.part"
 kubectl --namespace=paddle delete pod paddle-cluster-job-models
+tar -tzf "$ASSETS/models-paddle-cluster-job.tar.gz.part" >/dev/null
+mv "$ASSETS/models-paddle-cluster-job.tar.gz.part" "$ASSETS/models-paddle-cluster-job.tar.gz"
 if tar -tzf "$ASSETS/models-paddle-cluster-job.tar.gz" | grep '^output/pass-' >/dev/null; then
   echo "the models are safe in $ASSETS/models-paddle-cluster-job.tar.gz"
 else
@@ -374,9 +392,14 @@ phase_down() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-eks}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-eks
+aws sts get-caller-identity >/dev/null  # the profile works: no answer is a no
+CLAIM=
 if [ -n "${DISCARD_OUTPUT:-}" ]; then
   echo "DISCARD_OUTPUT is set: the output is not copied"
-elif kubectl --namespace=paddle get pvc efsvol >/dev/null 2>&1; then
+elif aws eks describe-cluster --name paddle-eks >/dev/null 2>&1; then
+  CLAIM=$(kubectl --namespace=paddle get pvc efsvol --ignore-not-found -o name)
+fi
+if [ -n "$CLAIM" ]; then
 kubectl --namespace=paddle delete pod paddle-cluster-job-models --ignore-not-found
 kubectl --namespace=paddle create -f - <<'EOF'
 apiVersion: v1
@@ -419,28 +442,24 @@ until [ "$(kubectl --namespace=paddle get pod paddle-cluster-job-models -o jsonp
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=paddle exec paddle-cluster-job-models -- tar czf - -C /shared/paddle-cluster-job output > "$ASSETS/models-paddle-cluster-job.tar.gz"
+kubectl --namespace=paddle exec paddle-cluster-job-models -- tar czf - -C /shared/paddle-cluster-job output > "$ASSETS/models-paddle-cluster-job.tar.gz.part"
 kubectl --namespace=paddle delete pod paddle-cluster-job-models
+tar -tzf "$ASSETS/models-paddle-cluster-job.tar.gz.part" >/dev/null
+mv "$ASSETS/models-paddle-cluster-job.tar.gz.part" "$ASSETS/models-paddle-cluster-job.tar.gz"
 if tar -tzf "$ASSETS/models-paddle-cluster-job.tar.gz" | grep '^output/pass-' >/dev/null; then
   echo "the models are safe in $ASSETS/models-paddle-cluster-job.tar.gz"
 else
   echo "no models in $ASSETS/models-paddle-cluster-job.tar.gz: do not tear down yet" >&2; false
 fi
-elif [ -s "$ASSETS/models-paddle-cluster-job.tar.gz" ]; then
-  echo "no claim efsvol left: the copy in $ASSETS/models-paddle-cluster-job.tar.gz stands"
-else
-  echo "no claim efsvol and no copy in $ASSETS/models-paddle-cluster-job.tar.gz: there is no output to keep"
+elif [ -z "${DISCARD_OUTPUT:-}" ]; then
+  if [ -s "$ASSETS/models-paddle-cluster-job.tar.gz" ]; then echo "no claim efsvol left: the copy in $ASSETS/models-paddle-cluster-job.tar.gz stands"; else echo "no claim efsvol and no copy in $ASSETS/models-paddle-cluster-job.tar.gz: there is no output to keep"; fi
 fi
-)
-(
-set -euo pipefail
-export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/paddle-eks}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH" KUBECONFIG="$ASSETS/kubeconfig" AWS_DEFAULT_REGION=us-west-2 AWS_PROFILE=paddlegen-paddle-eks
 if aws eks describe-cluster --name paddle-eks >/dev/null 2>&1; then
   kubectl delete --ignore-not-found -f "$OUT/k8s/"
-  deadline=$((SECONDS + 600)) pause=5
+  deadline=$((SECONDS + 630)) pause=5
   until [ -z "$(kubectl --namespace=paddle get pods -l app.kubernetes.io/instance=paddle-cluster-job -o name)" ]; do
     if [ "$SECONDS" -ge "$deadline" ]; then
-      echo 'the pods of paddle-cluster-job are not gone after 600 s; what explains it:' >&2
+      echo 'the pods of paddle-cluster-job are not gone after 630 s; what explains it:' >&2
       kubectl --namespace=paddle get pods -l app.kubernetes.io/instance=paddle-cluster-job >&2 || true
       kubectl --namespace=paddle get events --sort-by=.lastTimestamp | tail -n 20 >&2 || true
       false
@@ -450,8 +469,12 @@ if aws eks describe-cluster --name paddle-eks >/dev/null 2>&1; then
 fi
 if aws cloudformation describe-stacks --stack-name paddle-eks-efs >/dev/null 2>&1; then
   FILE_SYSTEM_ID=$(aws cloudformation describe-stacks --stack-name paddle-eks-efs --query "Stacks[0].Outputs[?OutputKey=='FileSystemId'].OutputValue" --output text)
-  OWNER=$(aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" --query "FileSystems[0].Tags[?Key=='paddlegen.io/stack'].Value" --output text)
-  if [ "$OWNER" = paddle-eks-efs ]; then echo "$FILE_SYSTEM_ID" > "$ASSETS/file-system-made"; fi
+  case "$FILE_SYSTEM_ID" in  # a stack whose creation rolled back has no file system
+    fs-*)
+      OWNER=$(aws efs describe-file-systems --file-system-id "$FILE_SYSTEM_ID" --query "FileSystems[0].Tags[?Key=='paddlegen.io/stack'].Value" --output text)
+      if [ "$OWNER" = paddle-eks-efs ]; then echo "$FILE_SYSTEM_ID" > "$ASSETS/file-system-made"; fi
+      ;;
+  esac
   aws cloudformation delete-stack --stack-name paddle-eks-efs
   aws cloudformation wait stack-delete-complete --stack-name paddle-eks-efs || {
     echo 'the failed events of the stack paddle-eks-efs:' >&2
@@ -536,5 +559,5 @@ case "${1-}" in
   down) phase_down ;;
   iam-down) phase_iam_down ;;
   "") usage ;;
-  *) usage >&2; echo "run.sh: no phase ${1@Q}" >&2; exit 2 ;;
+  *) usage >&2; printf 'run.sh: no phase %q\n' "$1" >&2; exit 2 ;;
 esac

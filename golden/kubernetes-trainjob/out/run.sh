@@ -219,12 +219,15 @@ if kubectl --namespace=ml get trainjob ctr-tj >/dev/null 2>&1; then
 else
   kubectl create -f "$OUT/k8s/90-trainjob-ctr-tj.yaml"
 fi
+gone() {
+  LEFT=$(kubectl --namespace=ml get trainjob ctr-tj --ignore-not-found -o name) && [ -z "$LEFT" ] && END=deleted
+}
 JOB_UID=$(kubectl --namespace=ml get trainjob ctr-tj -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
 echo 'until Kueue admits the run it has no pods; why it waits: kubectl --namespace=ml get workloads.kueue.x-k8s.io and kubectl --namespace=ml describe localqueues.kueue.x-k8s.io team-a'
 deadline=$((SECONDS + 86400)) pause=5
 until ATTEMPT=$(kubectl --namespace=ml get jobset ctr-tj -o jsonpath='{.status.restarts}' 2>/dev/null)
   POD=$(kubectl --namespace=ml get pods -l job-name=ctr-tj-node-0,batch.kubernetes.io/job-completion-index=0,jobset.sigs.k8s.io/restart-attempt="${ATTEMPT:-0}" -o jsonpath='{.items[*].metadata.name}')
-  [ -n "$POD" ] || ended; do
+  [ -n "$POD" ] || ended || gone; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo 'no pod 0 of trainjob ctr-tj after 86400 s; what explains it:' >&2
     kubectl --namespace=ml describe trainjob ctr-tj >&2 || true
@@ -251,7 +254,7 @@ if [ -n "$POD" ]; then
   kubectl --namespace=ml logs -f "$POD" || true
 fi
 deadline=$((SECONDS + 262800)) pause=5
-until ended; do
+until ended || gone; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo 'trainjob ctr-tj has not ended (it runs on; ./run.sh stop ends it) after 262800 s; what explains it:' >&2
     kubectl --namespace=ml describe trainjob ctr-tj >&2 || true
@@ -262,6 +265,8 @@ until ended; do
 done
 if [ "$END" = succeeded ]; then
   echo "the run is done"
+elif [ "$END" = deleted ]; then
+  echo 'trainjob ctr-tj was deleted before it ended' >&2; false
 elif [ "$END" = failed ]; then
   echo 'trainjob ctr-tj failed:' "$(kubectl --namespace=ml get trainjob ctr-tj -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}: {.status.conditions[?(@.type=="Failed")].message}')" >&2
   echo 'see: kubectl --namespace=ml describe trainjob ctr-tj' >&2; false
@@ -301,7 +306,8 @@ phase_logs() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/ctr-tj}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH"
-POD=$(kubectl --namespace=ml get pods -l job-name=ctr-tj-node-0,batch.kubernetes.io/job-completion-index=0,jobset.sigs.k8s.io/restart-attempt="$(kubectl --namespace=ml get jobset ctr-tj -o jsonpath='{.status.restarts}' 2>/dev/null || true)" -o jsonpath='{.items[*].metadata.name}')
+ATTEMPT=$(kubectl --namespace=ml get jobset ctr-tj -o jsonpath='{.status.restarts}' 2>/dev/null) || true
+POD=$(kubectl --namespace=ml get pods -l job-name=ctr-tj-node-0,batch.kubernetes.io/job-completion-index=0,jobset.sigs.k8s.io/restart-attempt="${ATTEMPT:-0}" -o jsonpath='{.items[*].metadata.name}')
 if [ -z "$POD" ]; then echo 'no pod of ctr-tj now: ./run.sh status says why' >&2; false; fi
 POD=${POD%% *}
 kubectl --namespace=ml logs -f "$POD"
@@ -373,9 +379,11 @@ until [ "$(kubectl --namespace=ml get pod ctr-tj-output -o jsonpath='{.status.ph
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=ml exec ctr-tj-output -- tar czf - -C /shared ctr-tj > "$ASSETS/ctr-tj-output.tar.gz"
+kubectl --namespace=ml exec ctr-tj-output -- tar czf - -C /shared ctr-tj > "$ASSETS/ctr-tj-output.tar.gz.part"
 kubectl --namespace=ml delete pod ctr-tj-output
-tar -tzf "$ASSETS/ctr-tj-output.tar.gz" >/dev/null && echo "the run's directory is in $ASSETS/ctr-tj-output.tar.gz"
+tar -tzf "$ASSETS/ctr-tj-output.tar.gz.part" >/dev/null
+mv "$ASSETS/ctr-tj-output.tar.gz.part" "$ASSETS/ctr-tj-output.tar.gz"
+echo "the run's directory is in $ASSETS/ctr-tj-output.tar.gz"
 )
 }
 
@@ -383,9 +391,13 @@ phase_down() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/ctr-tj}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH"
+CLAIM=
 if [ -n "${DISCARD_OUTPUT:-}" ]; then
   echo "DISCARD_OUTPUT is set: the output is not copied"
-elif kubectl --namespace=ml get pvc paddle-shared >/dev/null 2>&1; then
+elif true; then
+  CLAIM=$(kubectl --namespace=ml get pvc paddle-shared --ignore-not-found -o name)
+fi
+if [ -n "$CLAIM" ]; then
 kubectl --namespace=ml delete pod ctr-tj-output --ignore-not-found
 kubectl --namespace=ml create -f - <<'EOF'
 apiVersion: v1
@@ -428,19 +440,19 @@ until [ "$(kubectl --namespace=ml get pod ctr-tj-output -o jsonpath='{.status.ph
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=ml exec ctr-tj-output -- tar czf - -C /shared ctr-tj > "$ASSETS/ctr-tj-output.tar.gz"
+kubectl --namespace=ml exec ctr-tj-output -- tar czf - -C /shared ctr-tj > "$ASSETS/ctr-tj-output.tar.gz.part"
 kubectl --namespace=ml delete pod ctr-tj-output
-tar -tzf "$ASSETS/ctr-tj-output.tar.gz" >/dev/null && echo "the run's directory is in $ASSETS/ctr-tj-output.tar.gz"
-elif [ -s "$ASSETS/ctr-tj-output.tar.gz" ]; then
-  echo "no claim paddle-shared left: the copy in $ASSETS/ctr-tj-output.tar.gz stands"
-else
-  echo "no claim paddle-shared and no copy in $ASSETS/ctr-tj-output.tar.gz: there is no output to keep"
+tar -tzf "$ASSETS/ctr-tj-output.tar.gz.part" >/dev/null
+mv "$ASSETS/ctr-tj-output.tar.gz.part" "$ASSETS/ctr-tj-output.tar.gz"
+echo "the run's directory is in $ASSETS/ctr-tj-output.tar.gz"
+elif [ -z "${DISCARD_OUTPUT:-}" ]; then
+  if [ -s "$ASSETS/ctr-tj-output.tar.gz" ]; then echo "no claim paddle-shared left: the copy in $ASSETS/ctr-tj-output.tar.gz stands"; else echo "no claim paddle-shared and no copy in $ASSETS/ctr-tj-output.tar.gz: there is no output to keep"; fi
 fi
 kubectl delete --ignore-not-found -f "$OUT/k8s/"
-deadline=$((SECONDS + 600)) pause=5
+deadline=$((SECONDS + 630)) pause=5
 until [ -z "$(kubectl --namespace=ml get pods -l app.kubernetes.io/instance=ctr-tj -o name)" ]; do
   if [ "$SECONDS" -ge "$deadline" ]; then
-    echo 'the pods of ctr-tj are not gone after 600 s; what explains it:' >&2
+    echo 'the pods of ctr-tj are not gone after 630 s; what explains it:' >&2
     kubectl --namespace=ml get pods -l app.kubernetes.io/instance=ctr-tj >&2 || true
     kubectl --namespace=ml get events --sort-by=.lastTimestamp | tail -n 20 >&2 || true
     false
@@ -460,5 +472,5 @@ case "${1-}" in
   output) phase_output ;;
   down) phase_down ;;
   "") usage ;;
-  *) usage >&2; echo "run.sh: no phase ${1@Q}" >&2; exit 2 ;;
+  *) usage >&2; printf 'run.sh: no phase %q\n' "$1" >&2; exit 2 ;;
 esac

@@ -61,9 +61,12 @@ if kubectl --namespace=ml-team get job linear >/dev/null 2>&1; then
 else
   kubectl create -f "$OUT/k8s/90-job-linear.yaml"
 fi
+gone() {
+  LEFT=$(kubectl --namespace=ml-team get job linear --ignore-not-found -o name) && [ -z "$LEFT" ] && END=deleted
+}
 deadline=$((SECONDS + 1200)) pause=5
 until POD=$(kubectl --namespace=ml-team get pods -l job-name=linear,batch.kubernetes.io/job-completion-index=0 -o jsonpath='{.items[*].metadata.name}')
-  [ -n "$POD" ] || ended; do
+  [ -n "$POD" ] || ended || gone; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo 'no pod 0 of job linear after 1200 s; what explains it:' >&2
     kubectl --namespace=ml-team describe job linear >&2 || true
@@ -88,7 +91,7 @@ if [ -n "$POD" ]; then
   kubectl --namespace=ml-team logs -f "$POD" || true
 fi
 deadline=$((SECONDS + 87600)) pause=5
-until ended; do
+until ended || gone; do
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo 'job linear has not ended (it runs on; ./run.sh stop ends it) after 87600 s; what explains it:' >&2
     kubectl --namespace=ml-team describe job linear >&2 || true
@@ -99,6 +102,8 @@ until ended; do
 done
 if [ "$END" = succeeded ]; then
   echo "the run is done"
+elif [ "$END" = deleted ]; then
+  echo 'job linear was deleted before it ended' >&2; false
 else
   echo 'job linear failed:' "$(kubectl --namespace=ml-team get job linear -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}: {.status.conditions[?(@.type=="Failed")].message}')" >&2
   echo 'see: kubectl --namespace=ml-team describe job linear' >&2; false
@@ -205,9 +210,11 @@ until [ "$(kubectl --namespace=ml-team get pod linear-output -o jsonpath='{.stat
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=ml-team exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz"
+kubectl --namespace=ml-team exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz.part"
 kubectl --namespace=ml-team delete pod linear-output
-tar -tzf "$ASSETS/linear-output.tar.gz" >/dev/null && echo "the run's directory is in $ASSETS/linear-output.tar.gz"
+tar -tzf "$ASSETS/linear-output.tar.gz.part" >/dev/null
+mv "$ASSETS/linear-output.tar.gz.part" "$ASSETS/linear-output.tar.gz"
+echo "the run's directory is in $ASSETS/linear-output.tar.gz"
 )
 }
 
@@ -215,9 +222,13 @@ phase_down() {
 (
 set -euo pipefail
 export OUT="$PWD" ASSETS="${ASSETS:-$HOME/.paddlegen/linear}" && mkdir -p "$ASSETS/bin" && export PATH="$ASSETS/bin:$PATH"
+CLAIM=
 if [ -n "${DISCARD_OUTPUT:-}" ]; then
   echo "DISCARD_OUTPUT is set: the output is not copied"
-elif kubectl --namespace=ml-team get pvc paddle-shared >/dev/null 2>&1; then
+elif true; then
+  CLAIM=$(kubectl --namespace=ml-team get pvc paddle-shared --ignore-not-found -o name)
+fi
+if [ -n "$CLAIM" ]; then
 kubectl --namespace=ml-team delete pod linear-output --ignore-not-found
 kubectl --namespace=ml-team create -f - <<'EOF'
 apiVersion: v1
@@ -260,19 +271,19 @@ until [ "$(kubectl --namespace=ml-team get pod linear-output -o jsonpath='{.stat
   fi
   sleep "$pause"; pause=$((pause < 30 ? pause * 2 : 60))
 done
-kubectl --namespace=ml-team exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz"
+kubectl --namespace=ml-team exec linear-output -- tar czf - -C /shared linear > "$ASSETS/linear-output.tar.gz.part"
 kubectl --namespace=ml-team delete pod linear-output
-tar -tzf "$ASSETS/linear-output.tar.gz" >/dev/null && echo "the run's directory is in $ASSETS/linear-output.tar.gz"
-elif [ -s "$ASSETS/linear-output.tar.gz" ]; then
-  echo "no claim paddle-shared left: the copy in $ASSETS/linear-output.tar.gz stands"
-else
-  echo "no claim paddle-shared and no copy in $ASSETS/linear-output.tar.gz: there is no output to keep"
+tar -tzf "$ASSETS/linear-output.tar.gz.part" >/dev/null
+mv "$ASSETS/linear-output.tar.gz.part" "$ASSETS/linear-output.tar.gz"
+echo "the run's directory is in $ASSETS/linear-output.tar.gz"
+elif [ -z "${DISCARD_OUTPUT:-}" ]; then
+  if [ -s "$ASSETS/linear-output.tar.gz" ]; then echo "no claim paddle-shared left: the copy in $ASSETS/linear-output.tar.gz stands"; else echo "no claim paddle-shared and no copy in $ASSETS/linear-output.tar.gz: there is no output to keep"; fi
 fi
 kubectl delete --ignore-not-found -f "$OUT/k8s/"
-deadline=$((SECONDS + 600)) pause=5
+deadline=$((SECONDS + 630)) pause=5
 until [ -z "$(kubectl --namespace=ml-team get pods -l app.kubernetes.io/instance=linear -o name)" ]; do
   if [ "$SECONDS" -ge "$deadline" ]; then
-    echo 'the pods of linear are not gone after 600 s; what explains it:' >&2
+    echo 'the pods of linear are not gone after 630 s; what explains it:' >&2
     kubectl --namespace=ml-team get pods -l app.kubernetes.io/instance=linear >&2 || true
     kubectl --namespace=ml-team get events --sort-by=.lastTimestamp | tail -n 20 >&2 || true
     false
@@ -291,5 +302,5 @@ case "${1-}" in
   output) phase_output ;;
   down) phase_down ;;
   "") usage ;;
-  *) usage >&2; echo "run.sh: no phase ${1@Q}" >&2; exit 2 ;;
+  *) usage >&2; printf 'run.sh: no phase %q\n' "$1" >&2; exit 2 ;;
 esac
