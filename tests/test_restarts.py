@@ -161,20 +161,23 @@ def assert_attempts_apart(results: list[PodResult]) -> None:
 
 
 def runbook_wait(runbook: str, manifest: str) -> str:
-    """What the runbook's block runs after it creates the run's object (`manifest`): it
-    follows pod 0 and waits for the run's end."""
+    """What the train phase runs once the run's object (`manifest`) is made: the run's `ended`
+    function (defined before it), then it follows pod 0 and waits for the run's end (up to the
+    line that closes the phase's subshell)."""
     lines = runbook.splitlines()
-    created = lines.index(f'kubectl create -f "$OUT/k8s/{manifest}"')
-    end = lines.index("```", created)
-    return "\n".join(lines[created + 1:end]) + "\n"
+    created = lines.index(f'  kubectl create -f "$OUT/k8s/{manifest}"')
+    start = lines.index("fi", created) + 1
+    end = lines.index(")", start)
+    first = max(i for i in range(created) if lines[i] == "ended() {")
+    return "\n".join(lines[first:lines.index("}", first) + 1] + lines[start:end]) + "\n"
 
 
 # A kubectl that answers what that block asks from podsim's status files: `get <kind> <name>
-# -o jsonpath=...` (the JSONPath forms `{.status.<field>}` and `{.status.conditions[?(@.<key>==
-# "<value>")].<field>}`, several matches space-separated, as kubectl prints them), `get pods -l
-# <selector>` (a table, or `-o jsonpath={.items[*].metadata.name}`), `get pod <name> -o
-# jsonpath={.status.phase}`, `logs -f <pod>` (its log so far: the run has ended), `describe`.
-# Anything else fails loudly.
+# --ignore-not-found -o name` (whether it is there), `get <kind> <name> -o jsonpath=...` (the
+# JSONPath forms `{.status.<field>}` and `{.status.conditions[?(@.<key>=="<value>")].<field>}`,
+# several matches space-separated, as kubectl prints them), `get pods -l <selector>` (a table,
+# or `-o jsonpath={.items[*].metadata.name}`), `get pod <name> -o jsonpath={.status.phase}`,
+# `logs -f <pod>` (its log so far: the run has ended), `describe`. Anything else fails loudly.
 KUBECTL = r"""
 import json, os, re, sys
 from pathlib import Path
@@ -226,6 +229,9 @@ elif verb == "get" and words[1] == "pods":
 elif verb == "get" and words[1] == "pod" and output.startswith("jsonpath="):
     [pod] = [p for p in pods("") if p["metadata"]["name"] == words[2]]
     print(jsonpath(pod, output[len("jsonpath="):]), end="")
+elif verb == "get" and output == "name" and "--ignore-not-found" in words:
+    there = (STATUS / f"{words[1]}-{words[2]}.json").exists()
+    print(f"{words[1]}/{words[2]}" if there else "", end="")
 elif verb == "get" and output.startswith("jsonpath="):
     path = STATUS / f"{words[1]}-{words[2]}.json"
     if not path.exists():
