@@ -952,6 +952,8 @@ def status(plan: EksPlan) -> str:
             else "(no price in the table)")
     nodes = (f"aws eks describe-nodegroup --cluster-name {q(c.name)} --nodegroup-name "
              f"{NODE_GROUP} --query nodegroup.scalingConfig.desiredSize --output text")
+    # eksctl tags its stacks, so every resource they make, alpha.eksctl.io/cluster-name (seen
+    # on its VPC, subnets and internet gateway; CloudFormation passes a stack's tags on)
     nats = (f"aws ec2 describe-nat-gateways --filter Name=tag:alpha.eksctl.io/cluster-name,"
             f"Values={q(c.name)} Name=state,Values=pending,available "
             "--query 'length(NatGateways)' --output text")

@@ -14,7 +14,8 @@ manifests, the releases `kubectl apply` installs, the pods a run's controller ma
 whether the cluster's API answers.
 
 How it behaves, from the environment:
-- STUB_RUN_END: how a run (or a data Job) ends: succeeded (the default) or failed. A run ends
+- STUB_RUN_END: how a run (or a data Job) ends: succeeded (the default), failed, or deleted
+  (by someone else, `./run.sh stop` in another terminal: the object and its pods go). A run ends
   when its pod's log is followed to its end (`kubectl logs -f`), or at the STUB_RUN_POLLS-th
   query of its conditions (default 1).
 - STUB_FOLLOW=interrupt: `kubectl logs -f` is interrupted as Ctrl-C does, SIGINT to its process
@@ -750,11 +751,11 @@ def read_yaml(path: str) -> list[Obj]:
 
 def read_yaml_text(text: str) -> list[Obj]:
     """The documents of a YAML text (PyYAML, imported only here: it is slow to import)."""
-    import importlib
     import site
 
     site.main()  # the stand-in runs with -S: its interpreter's site-packages only now
-    yaml = importlib.import_module("yaml")
+    import yaml
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return [doc for doc in yaml.load_all(text, Loader=loader) if doc]
 
@@ -1473,6 +1474,11 @@ def end_run(state: State, run: Obj) -> None:
     if run["labels"].get(QUEUE_LABEL) and not get(state, "LocalQueue", run["namespace"],
                                                   run["labels"][QUEUE_LABEL]):
         return
+    key = key_of(run["kind"], run["namespace"], run["name"])
+    if os.environ.get("STUB_RUN_END") == "deleted":
+        for item in [*owned_by(state, key), run]:
+            state["objects"].pop(key_of(item["kind"], item["namespace"], item["name"]), None)
+        return
     failed = os.environ.get("STUB_RUN_END", "succeeded") == "failed"
     kind = run["kind"].lower()
     reason, _, message = RUNS[kind][1].partition(": ")
@@ -1482,7 +1488,6 @@ def end_run(state: State, run: Obj) -> None:
         done = {"job": ["SuccessCriteriaMet", "Complete"]}.get(kind, RUNS[kind][0].split())
     run["conditions"] = [[c, "True", reason if c == "Failed" else "", message if c == "Failed"
                           else ""] for c in done]
-    key = key_of(run["kind"], run["namespace"], run["name"])
     for item in owned_by(state, key):
         if item["kind"] == "Pod":
             item["phase"] = "Failed" if failed else "Succeeded"
